@@ -5,6 +5,7 @@ does not have. No binary, no subprocess."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
@@ -875,10 +876,28 @@ def _unsupported(tmp_path: Path, **fields: Any) -> dict[str, str]:
 
 @pytest.mark.parametrize("mode", ["default", "auto_edit", "plan", "yolo"])
 def test_mcp_resource_tools_run_unasked_is_a_warning_outside_yolo(tmp_path: Path, mode: str) -> None:
-    """Before: no warning, while Codex read a server's resources without asking."""
-    problems = _unsupported(tmp_path, mcp_servers=_servers(), approval_mode=mode)
+    """Before: no warning, while Codex read a server's resources without asking. An HTTP server's still are; a stdio
+    server runs behind `_resources_relay` outside yolo, its resources off: nothing to warn about."""
+    web = HttpMcpServer(name="web", url="https://mcp.example.com/mcp")
+    problems = _unsupported(tmp_path, mcp_servers=(*_servers(), web), approval_mode=mode)
     assert ("read_mcp_resource" in problems.get("mcp_servers", "")) is (mode != "yolo")
+    assert "mcp_servers" not in _unsupported(tmp_path, mcp_servers=_servers(), approval_mode=mode)
     assert "mcp_servers" not in _unsupported(tmp_path, approval_mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["default", "auto_edit", "plan", "yolo"])
+def test_a_stdio_server_runs_behind_the_resources_relay_outside_yolo(tmp_path: Path, mode: str) -> None:
+    from unified._adapters.codex._launch import RESOURCES_RELAY, _mcp_table
+
+    server = StdioMcpServer(name="res", command="/usr/bin/srv", args=("--flag", "x y"), env={"TOKEN": "t"})
+    table = _mcp_table(server, resources_off=mode != "yolo")
+    if mode == "yolo":
+        assert (table["command"], table["args"]) == ("/usr/bin/srv", ["--flag", "x y"])
+    else:
+        relay = ["-I", "-S", str(RESOURCES_RELAY), "--", "/usr/bin/srv", "--flag", "x y"]
+        assert (table["command"], table["args"]) == (sys.executable, relay)
+        assert RESOURCES_RELAY.is_file()
+    assert table["env"] == {"TOKEN": "t"}  # a value of the table, as ever: never on argv or in Codex's environment
 
 
 def test_include_directories_is_no_longer_unsupported(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """An MCP server's tools and resources on the real Codex 0.171: an excluded tool named exactly is its server's
 `disabled_tools` (not offered, a call of it unknown to Codex); a pattern is refused per call; the resource tools
-Codex runs unasked are a warning, since no setting stops them."""
+Codex runs unasked reach no stdio server outside yolo (`_resources_relay`), since no setting stops them."""
 
 from __future__ import annotations
 
@@ -13,7 +13,15 @@ import pytest
 
 from tests.e2e.codex.conftest import run_codex
 from tests.harness import mcp_resource_server
-from unified.events import PermissionDecision, Result, ToolResult, UnifiedEvent, WarningEvent
+from unified.events import (
+    PermissionDecision,
+    Result,
+    ToolResult,
+    UnifiedEvent,
+    UserInputRequest,
+    UserInputResponse,
+    WarningEvent,
+)
 from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
 from unified.types import StdioMcpServer
 
@@ -78,18 +86,23 @@ async def test_an_mcp_tool_excluded_by_a_pattern_is_refused_per_call(workspace: 
     assert "mcp__res__pe*" in warning.message
 
 
-async def test_a_resource_read_codex_runs_unasked_is_warned_about(workspace: Path, tmp_path: Path) -> None:
-    """Before: no warning, though Codex reads the resource without asking anyone (no setting stops it)."""
+async def test_a_stdio_server_s_resources_are_off_outside_yolo(workspace: Path, tmp_path: Path) -> None:
+    """Codex reads a resource without asking anyone (no setting stops it): before, the server's handler ran in default
+    mode and a warning said so. Now the server runs behind `_resources_relay` outside yolo: the read reaches no server,
+    the model reads why, and its tools still work. In yolo, which allows every call, the resource is read as before."""
     marker = tmp_path / "read"
     read = FunctionCall(name="read_mcp_resource", args={"server": "res", "uri": "note://secret"}, id="call_read")
-    events, outputs = await _run(workspace, marker, [read], approval_mode="default")
-    assert marker.exists()  # Codex 0.171's behaviour, which the warning reports
+
+    async def allow(request: UserInputRequest) -> UserInputResponse:
+        return UserInputResponse.allow()
+
+    calls = [read, _mcp_call("poke")]
+    events, outputs = await _run(workspace, marker, calls, approval_mode="default", on_user_input=allow)
+    assert not marker.exists()
+    assert "the secret note" not in outputs["call_read"]
+    assert "poked: x" in outputs["call_poke"]
+    assert not [e for e in events if isinstance(e, WarningEvent) and e.code == "unsupported_option"]
+    events, outputs = await _run(workspace, tmp_path / "again", [read], approval_mode="yolo")
+    assert (tmp_path / "again").exists()
     assert json.loads(outputs["call_read"])["contents"][0]["text"] == "the secret note"
-    (decision,) = [e for e in events if isinstance(e, PermissionDecision)]
-    assert (decision.decision, decision.decided_by) == ("allow", "backend")
     assert [e.tool_use_id for e in events if isinstance(e, ToolResult)] == ["call_read"]
-    (warning,) = _warnings(events, "read_mcp_resource")
-    assert warning.code == "unsupported_option"
-    assert "without asking" in warning.message
-    events, _ = await _run(workspace, tmp_path / "again", [read], approval_mode="yolo")
-    assert not _warnings(events, "read_mcp_resource")  # yolo allows everything: nothing to warn about

@@ -24,7 +24,7 @@ from unified._adapters.codex._thread_config import RESOURCE_TOOLS, refused_per_c
 from unified._binary.shared import run_shared, session_lease, shared_store
 from unified._internal.images import images_not_taken
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
-from unified.types import ExecuteParams, SseMcpServer
+from unified.types import ExecuteParams, HttpMcpServer, SseMcpServer
 
 __all__ = ["CodexBackend"]
 
@@ -64,14 +64,14 @@ class CodexBackend:
                     False,
                 )
             )
-        if params.approval_mode != "yolo" and any(not isinstance(s, SseMcpServer) for s in params.mcp_servers):
+        if params.approval_mode != "yolo" and any(isinstance(s, HttpMcpServer) for s in params.mcp_servers):
             problems.append(
                 UnsupportedOption(
                     "mcp_servers",
                     f"Codex 0.171 offers the model {', '.join(RESOURCE_TOOLS)} with any MCP server and runs them "
-                    "without asking (no setting turns them off or makes them ask, excluded_tools included): a "
-                    "server's resources are read unasked, each read reported after it ran (decided_by backend); "
-                    "give only servers whose resources anyone may read",
+                    "without asking (no setting turns them off or makes them ask, excluded_tools included): an HTTP "
+                    "server's resources are read unasked, each read reported after it ran (decided_by backend; a "
+                    "stdio server's are turned off); give only HTTP servers whose resources anyone may read",
                     False,
                 )
             )

@@ -313,15 +313,23 @@ def chatgpt_login(env: Mapping[str, str]) -> ChatgptLogin | None:
     return None
 
 
-def _mcp_table(server: StdioMcpServer | HttpMcpServer) -> dict[str, Any]:
+RESOURCES_RELAY = Path(__file__).with_name("_resources_relay.py")
+"""The relay a stdio server runs behind outside yolo (`_resources_relay`: its resources off, read unasked by Codex)."""
+
+
+def _mcp_table(server: StdioMcpServer | HttpMcpServer, *, resources_off: bool) -> dict[str, Any]:
     """An MCP server as Codex's `[mcp_servers.NAME]` table, with its secrets (a stdio server's `env`, an HTTP
     server's headers) as values: the table goes to Codex over stdin (`thread/start`'s `config`), never on its
     command line (any local user reads a process's argv) nor in its environment, which every command the
     model runs could read (`/proc/$PPID/environ`: measured, a stdio server's `env` and an HTTP server's
-    bearer token were both printed there when they were forwarded that way)."""
+    bearer token were both printed there when they were forwarded that way). `resources_off`: a stdio server
+    runs behind `_resources_relay`, which takes its resources away (Codex would read them unasked)."""
     table: dict[str, Any]
     if isinstance(server, StdioMcpServer):
         table = {"command": server.command, "args": list(server.args)}
+        if resources_off:
+            relay = ["-I", "-S", str(RESOURCES_RELAY), "--", server.command, *server.args]
+            table = {"command": sys.executable, "args": relay}
         if server.env:
             table["env"] = dict(server.env)
         if server.cwd is not None:
@@ -490,7 +498,7 @@ class Launch:
                 raise ConfigurationError(
                     f"MCP server name {server.name!r} cannot be a Codex config key", hint="use letters, digits, - and _"
                 )
-            servers[server.name] = _mcp_table(server)
+            servers[server.name] = _mcp_table(server, resources_off=params.approval_mode != "yolo")
         home_dir = Path(source.get("HOME") or Path.home()).expanduser().resolve()
         project_off = project_mcp_servers_off(params.cwd.expanduser().resolve(), tuple(servers), home_dir)
         env = child_env(ENV_POLICY, extra=extra, parent=parent)  # None: the environment, as `child_env` keeps it

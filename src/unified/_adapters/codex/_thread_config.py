@@ -27,7 +27,9 @@ tools it offers, the thread's MCP servers. Over stdin, per thread, so a warm pro
 - **MCP resources.** With any MCP server Codex 0.171 offers `list_mcp_resources`, `list_mcp_resource_templates`
   and `read_mcp_resource`, and runs them without asking the client; no key turns them off, and interrupting the
   turn comes too late (measured, three runs: the server's resource handler ran 17 ms before unified's `tool_use`
-  once, under 1 ms after it twice). The backend warns about it (`_backend`): see `RESOURCE_TOOLS`.
+  once, under 1 ms after it twice). So outside yolo a stdio server runs behind `_resources_relay` (`_mcp_table`),
+  which takes its `resources` capability away and answers a `resources/*` request itself, with an error; an HTTP
+  server's resources cannot be kept from Codex: the backend warns about those (`_backend`, `RESOURCE_TOOLS`).
 """
 
 from __future__ import annotations
