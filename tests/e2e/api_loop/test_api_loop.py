@@ -326,7 +326,7 @@ async def test_budget_zero_is_sent_as_the_same_level_on_both_backends(
         ({"typo_key": 1}, "backend_options.typo_key: unknown option"),
         ({"max_retries": "3"}, "backend_options.max_retries: Input should be a valid integer"),
         ({"api_version": "v9"}, "backend_options.api_version: Input should be 'v1', 'v1beta', 'v1alpha' or 'v1beta1'"),
-        ({"timeout_s": 0}, "backend_options.timeout_s: Input should be greater than 0"),
+        ({"timeout_s": 0}, "backend_options.timeout_s: Input should be greater than or equal to 0.001"),
     ],
 )
 async def test_a_bad_option_is_the_same_configuration_error_before_anything_starts(
