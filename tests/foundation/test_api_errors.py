@@ -125,3 +125,42 @@ def test_a_wrapped_connect_error_is_found() -> None:
 )
 def test_a_connection_that_was_made_is_not_unreachable(exc: Exception) -> None:
     assert unreachable(exc) is None
+
+
+STYLE = "<style>body { font-family: sans-serif }</style>"
+
+
+@pytest.mark.parametrize(
+    ("page", "named"),
+    [
+        (
+            f"<!DOCTYPE html>\n<html><head><title>429 Too Many Requests</title>{STYLE}</head><body>x</body></html>",
+            "an HTML page ('429 Too Many Requests', ",
+        ),
+        (
+            f"<html><head>{STYLE}<script>var a = 1;</script></head>"
+            "<body><h1>Service&nbsp;Unavailable</h1>\n<p>Try later.</p></body></html>",
+            "an HTML page ('Service Unavailable Try later.', ",
+        ),
+        (f"  <HTML><BODY>{'word ' * 100}</BODY></HTML>", "an HTML page ('" + ("word " * 16)[:79] + "…', "),
+        ("<html><body></body></html>", "an HTML page (26 bytes)"),
+    ],
+)
+@pytest.mark.parametrize("code", [429, 502, 503])
+def test_an_html_page_is_named_by_its_title_or_first_words_and_size_not_quoted(
+    code: int, page: str, named: str
+) -> None:
+    """A proxy's or load balancer's error page was quoted whole (markup, styles, newlines) in every retry warning and
+    the error; it is now named."""
+    error = error_from_status(code, None, page, body=None, model=None)
+    assert named in error.message
+    assert f"{len(page.encode())} bytes) instead of the API's JSON" in error.message
+    assert "<" not in error.message
+    assert "\n" not in error.message
+    assert error.retryable
+    assert error.details["message"] == error.message.split(": ", 1)[1]
+
+
+def test_a_message_that_only_mentions_html_is_quoted() -> None:
+    said = "the field <html> is not allowed"
+    assert said in error_from_status(400, "INVALID_ARGUMENT", said, body=None, model=None).message

@@ -7,6 +7,7 @@ each cost ~0.4 s of CPU starting Python and importing unified); one of each, the
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -175,3 +176,42 @@ def test_help_reads_as_usage() -> None:
     assert "{prompt}" not in done.stdout
     shown = _unified("sessions", "show", "--help")
     assert "REF: a short id" in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        (("run", "hi", "--json", "--history", "missing.json"), "cannot read --history"),
+        (("run", "hi", "--json", "--history", "notes.txt"), "is not a conversation"),
+        (("run", "hi", "--json", "--bogus"), "No such option: --bogus"),
+        (("run", "hi", "--json", "--max-turns", "x"), "Invalid value for '--max-turns'"),
+        (("run", "hi", "--json", "--model"), "Option '--model' requires an argument"),
+        (("run", "--json"), "Missing argument 'PROMPT'"),
+        (("run", "hi", "--json", "--backend", "claude"), "'claude' is not one of"),
+    ],
+)
+def test_a_usage_error_of_run_json_is_one_error_event_on_stdout(
+    args: tuple[str, ...],
+    phrase: str,
+    bad_files: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A caller parsing `run --json` reads why nothing ran from stdout, as the `error` event a failing run gives;
+    the `error:` line and exit 2 stay."""
+    monkeypatch.chdir(bad_files)
+    done = _in_process(capsys, *args)
+    assert done.returncode == EXIT_BAD_INPUT, done.stderr
+    (said,) = done.stderr.strip().splitlines()
+    assert said.startswith("error: ")
+    assert phrase in said
+    (line,) = done.stdout.splitlines()
+    event = json.loads(line)
+    assert (event["type"], event["code"], event["fatal"]) == ("error", "configuration_error", True)
+    assert event["message"] == said.removeprefix("error: ")
+
+
+def test_only_run_json_puts_its_usage_errors_on_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --json, or with `--json` as the prompt after `--`, stdout stays empty."""
+    _assert_one_error_line(_in_process(capsys, "run", "hi", "--bogus"), EXIT_BAD_INPUT, "No such option")
+    _assert_one_error_line(_in_process(capsys, "run", "--bogus", "--", "--json"), EXIT_BAD_INPUT, "No such option")

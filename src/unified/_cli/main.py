@@ -20,6 +20,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
@@ -209,9 +210,36 @@ def _one_line(text: str) -> str:
     return "; ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
+_JSON_ERRORS: ContextVar[bool] = ContextVar("unified_cli_json_errors", default=False)
+"""Set by `main` for `unified run ... --json` (`_wants_json_errors`): each failure is an `error` event on stdout too."""
+
+
+def _wants_json_errors(args: list[str]) -> bool:
+    """`run ... --json`, read from the words themselves (those before a `--`): a usage error (an unknown flag, a
+    value a callback refuses, a missing one) comes before typer has read `--json` into the command's parameters."""
+    words = args[: args.index("--")] if "--" in args else args
+    return bool(words) and words[0] == "run" and "--json" in words
+
+
+def _error_line(message: str, code: str = "configuration_error") -> None:
+    """`error: <message>` on one line of stderr; under `run --json` also the `error` event a failing run gives
+    (`code`, the message with its hint in parentheses, fatal), one line on stdout: a caller parsing only the JSON
+    sees why nothing ran, not an empty stdout. A stdout that is gone is left at that: the exit code says the error."""
+    line = _one_line(message)
+    _say(f"error: {line}", style="bold red", stderr=True)
+    if not _JSON_ERRORS.get():
+        return
+    from unified.events import ErrorEvent, dump_event
+
+    try:
+        _write_line(dump_event(ErrorEvent(seq=0, code=code, message=line, fatal=True)))
+    except (_ReaderLeft, _OutputFailed):
+        _reader_left()  # what is left goes to /dev/null: exiting prints nothing more
+
+
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    """Say `error: <message>` on one line of stderr; raise what this returns to exit with `code`."""
-    _say(f"error: {_one_line(message)}", style="bold red", stderr=True)
+    """Say `error: <message>` on one line of stderr (`_error_line`); raise what this returns to exit with `code`."""
+    _error_line(message)
     return typer.Exit(code)
 
 
@@ -1303,7 +1331,7 @@ def _usage_error(exc: Exception) -> int | None:
         return EXIT_BAD_INPUT
     ctx = getattr(exc, "ctx", None)
     where = f" (see `{ctx.command_path} --help`)" if ctx is not None and code == EXIT_BAD_INPUT else ""
-    _say(f"error: {_one_line(exc.format_message())}{where}", style="bold red", stderr=True)  # type: ignore[attr-defined]
+    _error_line(f"{exc.format_message()}{where}")  # type: ignore[attr-defined]
     return code
 
 
@@ -1331,6 +1359,15 @@ def main(argv: list[str] | None = None) -> int:
         if sys.stderr is not None:
             _say("error: stdout is closed: unified writes its output there (give it a file, or /dev/null)", stderr=True)
         return EXIT_OUTPUT_FAILED
+    json_errors = _JSON_ERRORS.set(_wants_json_errors(sys.argv[1:] if argv is None else argv))
+    try:
+        return _main(argv)
+    finally:
+        _JSON_ERRORS.reset(json_errors)
+
+
+def _main(argv: list[str] | None) -> int:
+    """`main` once stdin and stdout are there: the command, each failure turned into its line and exit code."""
     try:
         code = app(args=argv, prog_name="unified", standalone_mode=False)
         _Stdout().flush()  # here, not at exit, so a reader that left is reported like any other
@@ -1342,7 +1379,7 @@ def main(argv: list[str] | None = None) -> int:
     except _OutputFailed as exc:
         return _output_failed(exc)
     except UnifiedError as exc:
-        _say(f"error: {_one_line(str(exc))}", style="bold red", stderr=True)
+        _error_line(str(exc), exc.code)
         return EXIT_BAD_INPUT if isinstance(exc, ConfigurationError) else 1
     except Exception as exc:
         usage = _usage_error(exc)
@@ -1350,11 +1387,10 @@ def main(argv: list[str] | None = None) -> int:
             return usage
         if os.environ.get("UNIFIED_DEBUG") == "1":
             raise
-        _say(
-            f"error: unexpected {type(exc).__name__}: {_one_line(str(exc))} (a bug in unified; rerun with "
+        _error_line(
+            f"unexpected {type(exc).__name__}: {_one_line(str(exc))} (a bug in unified; rerun with "
             "UNIFIED_DEBUG=1 for the traceback and report it)",
-            style="bold red",
-            stderr=True,
+            "internal_error",
         )
         return EXIT_INTERNAL
     return code if isinstance(code, int) else 0

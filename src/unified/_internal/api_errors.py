@@ -9,6 +9,7 @@ which SDK surface raised it, so it is decided here once.
 from __future__ import annotations
 
 import contextlib
+import html
 import math
 import re
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from typing import Any
 import httpx
 
 from unified._internal.reach import provider_unreachable
+from unified._redaction import clip
 from unified.errors import AuthError, BackendError, BackendUnavailable, ConfigurationError, RateLimited, UnifiedError
 
 __all__ = [
@@ -76,8 +78,31 @@ HTTP_OF_STATUS: dict[str, int] = {
 """The HTTP status each google.rpc code travels with: an error met in a stream names only the code."""
 
 
+_PAGE = re.compile(r"\s*(?:<!doctype\s+html|<html|<head|<body)\b", re.IGNORECASE)
+_PAGE_TITLE = re.compile(r"<title\b[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
+_PAGE_HIDDEN = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->", re.IGNORECASE | re.DOTALL)
+_PAGE_TAG = re.compile(r"<[^>]*>")
+_PAGE_WORDS = 80
+"""How many characters of a page's title (or first words) an error names."""
+
+
+def _page_said(message: str) -> str:
+    """What the server said, as an error message quotes it: an HTML page (a proxy's or load balancer's 429 or 503,
+    whose body the SDKs hand on as the message) is named by its title, or else its first words, and its size. Its
+    markup was quoted whole: 2.8 KB of tags and styles on several lines, in the retry warning and the error alike."""
+    if not _PAGE.match(message):
+        return message
+    title = _PAGE_TITLE.search(message)
+    text = title.group(1) if title else _PAGE_TAG.sub(" ", _PAGE_HIDDEN.sub(" ", message))
+    words = clip(" ".join(html.unescape(text).split()), _PAGE_WORDS, more="…")
+    named = f"{words!r}, " if words else ""
+    size = len(message.encode(errors="replace"))
+    return f"an HTML page ({named}{size} bytes) instead of the API's JSON, likely a proxy's or load balancer's"
+
+
 def error_from_status(code: int, status: str | None, message: str, *, body: Any, model: str | None) -> UnifiedError:
     """The typed error for one HTTP error answer; `retryable` says whether asking again may help."""
+    message = _page_said(message)
     details: dict[str, Any] = {"http_status": code, "status": status, "message": message}
     what = f"({code} {status or ''})".replace(" )", ")")
     if code == 429:

@@ -243,6 +243,57 @@ async def test_mid_stream_error_event(fake: FakeGemini, params: Params) -> None:
     assert events[-1].status == "error"
 
 
+@pytest.mark.parametrize(("carries", "after"), [("rate_limit", 0), ("rate_limit", 1), ("unavailable", 1)])
+async def test_an_error_event_before_any_output_is_retried_as_its_http_status_is(
+    fake: FakeGemini, params: Params, carries: str, after: int
+) -> None:
+    """A 429 or 503 met in the stream before the turn showed anything (after its `interaction.start`, or as its
+    first event) is asked again under the retry policy, as the same status answered over HTTP is: it ended the run
+    at once (one request, no `retrying` warning)."""
+    fake.add(text_turn("never", fault=Fault(kind="mid_stream_error", after=after, carries=carries)))
+    fake.add(text_turn("after the retry"))
+    events = await collect(params())
+    [warning] = of_type(events, "warning")
+    assert warning.code == "retrying"
+    said = (
+        "the Gemini API rate limit was hit: " if carries == "rate_limit" else "the Gemini API failed (503 UNAVAILABLE)"
+    )
+    assert warning.message.startswith(said), warning.message
+    assert "; retry 1/3 in " in warning.message
+    assert not of_type(events, "error")
+    assert events[-1].status == "success"
+    assert events[-1].final_text == "after the retry"
+    assert "".join(t.text for t in of_type(events, "text_delta")) == "after the retry"
+    assert len(fake.requests_for("interactions.create")) == 2
+
+
+async def test_an_error_event_before_output_gives_up_as_an_http_status_does(fake: FakeGemini, params: Params) -> None:
+    for _ in range(2):
+        fake.add(text_turn("never", fault=Fault(kind="mid_stream_error", after=1, carries="rate_limit")))
+    events = await collect(params(backend_options={"max_retries": 1}))
+    assert [w.code for w in of_type(events, "warning")] == ["retrying"]
+    [error] = of_type(events, "error")
+    assert (error.code, error.retryable) == ("rate_limited", True)
+    assert "gave up after 2 attempts" in error.message
+    assert events[-1].status == "error"
+    assert len(fake.requests_for("interactions.create")) == 2
+
+
+async def test_an_error_event_after_output_is_not_retried(fake: FakeGemini, params: Params) -> None:
+    """Once text was shown, asking again would show it twice: the run ends with the error, asked once."""
+    fake.add(text_turn("partial answer", fault=Fault(kind="mid_stream_error", after=4, carries="rate_limit")))
+    fake.add(text_turn("never"))
+    events = await collect(params())
+    assert not of_type(events, "warning")
+    [error] = of_type(events, "error")
+    assert error.code == "rate_limited"
+    shown = "".join(t.text for t in of_type(events, "text_delta"))
+    assert shown  # output came before the error
+    assert "partial answer".startswith(shown)  # and never twice
+    assert events[-1].status == "error"
+    assert len(fake.requests_for("interactions.create")) == 1
+
+
 async def test_rate_limit_is_retried_with_the_servers_delay(fake: FakeGemini, params: Params) -> None:
     fake.add(text_turn("after waiting", fault=Fault(kind="rate_limit", retry_delay="2s")))
     events = await collect(params())

@@ -47,9 +47,10 @@ from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure, retrying
 from unified._redaction import clip
 from unified._text import escapes_surrogates, json_type, well_formed_json
-from unified.errors import BackendError, UnifiedError
+from unified.errors import BackendError, RateLimited, UnifiedError
 
 __all__ = [
+    "FailedBeforeOutput",
     "InteractionsClient",
     "T",
     "UnreadableStream",
@@ -129,6 +130,8 @@ def failure_from_exception(exc: BaseException) -> Failure | None:
     """What a failed Interactions API call means for the retry policy (None: not a request failure)."""
     if isinstance(exc, UnreadableStream):  # the answer's fault, not the request's: asked again, as a cut stream is
         return Failure("transient", not_its_json(str(exc)))
+    if isinstance(exc, FailedBeforeOutput):  # its HTTP twin's kind: a 429 waits as a rate limit does
+        return Failure("rate_limit" if isinstance(exc.error, RateLimited) else "transient", exc.error)
     if not is_api_error(exc):
         credentials = credentials_error(exc) or unreadable_response(exc)
         return Failure("fatal", credentials) if credentials is not None else None
@@ -141,6 +144,17 @@ def failure_from_exception(exc: BaseException) -> Failure | None:
 
 
 _DONE = "[DONE]"
+
+
+class FailedBeforeOutput(Exception):
+    """A retryable error the interaction's stream said (a 429 `RESOURCE_EXHAUSTED`, a 503 `UNAVAILABLE`) before the
+    turn showed anything: raised out of the turn (`_turns.InteractionsTurns.send`) so that the run's retry policy
+    asks again, as for the same status answered over HTTP (`failure_from_exception`); it ended the run at once.
+    After output the error stays the turn's end: asking again would show that output twice."""
+
+    def __init__(self, error: UnifiedError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 class UnreadableStream(ValueError):

@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 
 from unified._adapters.interactions._client import (
+    FailedBeforeOutput,
     InteractionsClient,
     UnreadableStream,
     error_from_exception,
@@ -109,13 +110,16 @@ class _TurnEvents:
     retries. The client holds this, not the turns: a method of the turns in the client they hold made a
     reference cycle that kept every finished run until the cycle collector came."""
 
-    __slots__ = ("emit",)
+    __slots__ = ("emit", "shown")
 
     def __init__(self) -> None:
         self.emit: Emit | None = None
+        self.shown = 0
+        """Events of the turn being sent so far: what the agent loop's retry counts as shown."""
 
     async def event(self, event: UnifiedEvent) -> None:
         assert self.emit is not None, "events are emitted only while a turn is sent"
+        self.shown += 1
         await self.emit(event)
 
     async def warn(self, code: str, message: str) -> None:
@@ -251,14 +255,17 @@ class InteractionsTurns:
     # -- one turn -------------------------------------------------------------------------------
 
     async def send(self, emit: Emit) -> TurnEnd:
-        self._events.emit = emit
+        self._events.emit, self._events.shown = emit, 0
         try:
             body = self._body(self.history if not self.store_mode else self.pending)
             status = await self._interaction(body)
             await self._finish_task(status)
-            return await self._end(status)
+            end = await self._end(status)
         finally:
             self._events.emit = None
+        if end.error is not None and end.error.retryable and not self._events.shown:
+            raise FailedBeforeOutput(end.error)  # asked again as its HTTP twin is (docs/backends/interactions.md)
+        return end
 
     async def _end(self, status: str | None) -> TurnEnd:
         iid = self.translator.interaction_id
