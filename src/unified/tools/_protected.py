@@ -1616,8 +1616,30 @@ def protected_links(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -
     more than `limit` entries (what lies past them cannot be vouched for). For a program that writes through a link
     and judges only the text of a path (the Gemini CLI's `--policy` rules on `file_path`)."""
     found: list[str] = []
-    left = limit
     data = protected_paths()
+    try:
+        for root, entry, link in _files_under(roots, limit):
+            if link:
+                relative = Path(entry.path).relative_to(root).as_posix()
+                if _link_leads(entry.path, roots) is not None:
+                    found.append(relative)
+                elif data.match(relative) is not None or data.match_holder(relative) is not None:
+                    found.extend(_link_target(entry.path, roots))
+    except _TooMany:
+        return None
+    return found
+
+
+class _TooMany(Exception):
+    """`_files_under` met more entries than its limit."""
+
+
+def _files_under(roots: Sequence[Path], limit: int) -> Iterator[tuple[Path, os.DirEntry[str], bool]]:
+    """(root, entry, whether it is a symbolic link) of every entry under `roots` that is no directory (a link to one
+    included: no link is followed), depth first; a folder that cannot be read is passed over. Raises `_TooMany` past
+    `limit` entries, directories counted: what lies past them cannot be vouched for. The walk of `protected_links`
+    and `credential_aliases`."""
+    left = limit
     for root in roots:
         pending = [root]
         while pending:
@@ -1627,18 +1649,13 @@ def protected_links(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -
                     for entry in entries:
                         left -= 1
                         if left < 0:
-                            return None
-                        if entry.is_symlink():
-                            relative = Path(entry.path).relative_to(root).as_posix()
-                            if _link_leads(entry.path, roots) is not None:
-                                found.append(relative)
-                            elif data.match(relative) is not None or data.match_holder(relative) is not None:
-                                found.extend(_link_target(entry.path, roots))
-                        elif entry.is_dir(follow_symlinks=False):
+                            raise _TooMany
+                        if entry.is_dir(follow_symlinks=False):
                             pending.append(Path(entry.path))
+                        else:
+                            yield root, entry, entry.is_symlink()
             except OSError:
                 continue
-    return found
 
 
 def credential_aliases(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -> list[str] | None:
@@ -1660,25 +1677,12 @@ def credential_aliases(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES
         return []
     inodes = {inode for _device, inode in credentials}
     found: list[str] = []
-    left = limit
-    for root in roots:
-        pending = [root]
-        while pending:
-            directory = pending.pop()
-            try:
-                with os.scandir(directory) as entries:
-                    for entry in entries:
-                        left -= 1
-                        if left < 0:
-                            return None
-                        if entry.is_dir(follow_symlinks=False):
-                            pending.append(Path(entry.path))
-                        elif (entry.is_symlink() or entry.inode() in inodes) and _credential_at(
-                            Path(entry.path), credentials
-                        ):
-                            found.append(Path(entry.path).relative_to(root).as_posix())
-            except OSError:
-                continue
+    try:
+        for root, entry, link in _files_under(roots, limit):
+            if (link or entry.inode() in inodes) and _credential_at(Path(entry.path), credentials):
+                found.append(Path(entry.path).relative_to(root).as_posix())
+    except _TooMany:
+        return None
     return found
 
 
