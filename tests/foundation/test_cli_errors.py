@@ -188,6 +188,9 @@ def test_help_reads_as_usage() -> None:
         (("run", "hi", "--json", "--model"), "Option '--model' requires an argument"),
         (("run", "--json"), "Missing argument 'PROMPT'"),
         (("run", "hi", "--json", "--backend", "claude"), "'claude' is not one of"),
+        (("demo", "--json", "--bogus"), "No such option: --bogus"),
+        (("replay", "--json", "missing.jsonl"), "missing.jsonl"),
+        (("record", "--json"), "Missing argument"),
     ],
 )
 def test_a_usage_error_of_run_json_is_one_error_event_on_stdout(

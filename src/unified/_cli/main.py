@@ -211,14 +211,20 @@ def _one_line(text: str) -> str:
 
 
 _JSON_ERRORS: ContextVar[bool] = ContextVar("unified_cli_json_errors", default=False)
-"""Set by `main` for `unified run ... --json` (`_wants_json_errors`): each failure is an `error` event on stdout too."""
+"""Set by `main` for `unified run ... --json` and the other event commands (`_wants_json_errors`): each failure is an
+`error` event on stdout too."""
+
+
+_EVENT_COMMANDS = frozenset({"run", "demo", "replay", "record"})
+"""The commands whose `--json` prints the run's events, an `error` event among them when the run fails."""
 
 
 def _wants_json_errors(args: list[str]) -> bool:
-    """`run ... --json`, read from the words themselves (those before a `--`): a usage error (an unknown flag, a
-    value a callback refuses, a missing one) comes before typer has read `--json` into the command's parameters."""
+    """`run ... --json` (or `demo`, `replay`, `record`), read from the words themselves (those before a `--`): a
+    usage error (an unknown flag, a value a callback refuses, a missing one) comes before typer has read `--json`
+    into the command's parameters."""
     words = args[: args.index("--")] if "--" in args else args
-    return bool(words) and words[0] == "run" and "--json" in words
+    return bool(words) and words[0] in _EVENT_COMMANDS and "--json" in words
 
 
 def _error_line(message: str, code: str = "configuration_error") -> None:
