@@ -164,3 +164,15 @@ def test_an_html_page_is_named_by_its_title_or_first_words_and_size_not_quoted(
 def test_a_message_that_only_mentions_html_is_quoted() -> None:
     said = "the field <html> is not allowed"
     assert said in error_from_status(400, "INVALID_ARGUMENT", said, body=None, model=None).message
+
+
+@pytest.mark.parametrize("code", [400, 429, 503])
+def test_a_long_text_is_cut_and_its_size_said(code: int) -> None:
+    """A plain-text page or a server's dump was quoted whole (100 KB in every retry warning and the error)."""
+    said = "upstream said: " + "x" * 100_000
+    error = error_from_status(code, None, said, body=None, model=None)
+    assert "upstream said: xxx" in error.message
+    assert f"… ({len(said)} bytes in all)" in error.message
+    assert len(error.message) < 2_300
+    short = "the request has 3 problems: " + "field a is wrong; " * 50  # an API's own long 400 stays whole
+    assert short in error_from_status(400, "INVALID_ARGUMENT", short, body=None, model=None).message

@@ -84,14 +84,21 @@ _PAGE_HIDDEN = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->", re.IGNOREC
 _PAGE_TAG = re.compile(r"<[^>]*>")
 _PAGE_WORDS = 80
 """How many characters of a page's title (or first words) an error names."""
+_SAID_CHARS = 2_000
+"""The most of a server's error text an error message quotes: the API's own are a sentence or a few hundred
+characters (a 400's field violations); a longer text is a page or a dump, and each retry warning repeated it."""
 
 
 def _page_said(message: str) -> str:
     """What the server said, as an error message quotes it: an HTML page (a proxy's or load balancer's 429 or 503,
     whose body the SDKs hand on as the message) is named by its title, or else its first words, and its size. Its
-    markup was quoted whole: 2.8 KB of tags and styles on several lines, in the retry warning and the error alike."""
+    markup was quoted whole: 2.8 KB of tags and styles on several lines, in the retry warning and the error alike.
+    Any other text is cut at `_SAID_CHARS` (a proxy's plain-text page, a server's dump), its size said."""
     if not _PAGE.match(message):
-        return message
+        if len(message) <= _SAID_CHARS:
+            return message
+        size = len(message.encode(errors="replace"))
+        return f"{clip(message, _SAID_CHARS, more='…')} ({size} bytes in all)"
     title = _PAGE_TITLE.search(message)
     text = title.group(1) if title else _PAGE_TAG.sub(" ", _PAGE_HIDDEN.sub(" ", message))
     words = clip(" ".join(html.unescape(text).split()), _PAGE_WORDS, more="…")
