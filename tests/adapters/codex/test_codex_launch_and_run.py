@@ -146,10 +146,12 @@ def test_mcp_servers_are_the_thread_s_and_always_ask(tmp_path: Path) -> None:
         name="remote", url="https://mcp.example/mcp", headers={"Authorization": "Bearer s3cret-http"}
     )
     started = launch(tmp_path, {"HOME": str(tmp_path), "OPENAI_API_KEY": "k"}, mcp_servers=(stdio, remote))
+    from unified._adapters.codex._launch import RESOURCES_RELAY
+
     assert started.mcp_servers == {
-        "echo": {
-            "command": "python3",
-            "args": ["server.py"],
+        "echo": {  # behind the relay that takes its resources away (default mode: Codex reads them unasked)
+            "command": sys.executable,
+            "args": ["-I", "-S", str(RESOURCES_RELAY), "--", "python3", "server.py"],
             "env": {"ECHO_TOKEN": "s3cret-stdio"},
             "startup_timeout_sec": 30,
             "default_tools_approval_mode": "prompt",
