@@ -34,6 +34,7 @@ from pathlib import Path
 
 import platformdirs
 
+from unified import _git_drivers
 from unified._environ import PerEnvironment, absolute_search_path
 from unified._files import write_atomically
 
@@ -139,10 +140,13 @@ def child_env(
     parent: Mapping[str, str] | None = None,
     home: Path | None = None,
     home_vars: Iterable[str] = ("HOME",),
+    cwd: Path | None = None,
 ) -> dict[str, str]:
     """The child's variables: the `parent`'s (default `os.environ`) that `policy` admits, then `extra`,
     then every one of `home_vars` set to `home` when it is given; its `PATH` without relative entries (the commands
-    of a model it runs inherit it: `absolute_search_path`)."""
+    of a model it runs inherit it: `absolute_search_path`). With `cwd` (the run's directory), git also runs none of
+    the diff or filter commands the config of the repository enclosing it names (`_git_drivers.overrides`, read
+    now, at the run's start)."""
     if parent is None:
         env = dict(_admitted(policy))
     else:
@@ -153,6 +157,8 @@ def child_env(
     if "PATH" in env:
         env["PATH"] = absolute_search_path(env["PATH"])
     name, setting = GIT_SAFETY
+    if cwd is not None and (drivers := _git_drivers.overrides(cwd)):
+        setting = f"{setting} {_git_drivers.parameters(drivers)}"
     given = env.get(name, "").strip()
     env[name] = f"{given} {setting}" if given and setting not in given else given or setting
     return env
