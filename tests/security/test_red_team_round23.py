@@ -33,6 +33,9 @@ import pytest
 
 from tests.e2e.codex.conftest import run_codex
 from unified import _git_drivers
+from unified._adapters.claude_code._launch import claude_env
+from unified._adapters.claude_code._options import claude_code_options
+from unified._adapters.gemini_cli._launch import gemini_env
 from unified._binary.environment import EnvPolicy, child_env
 from unified.events import PermissionDecision
 from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
@@ -204,3 +207,20 @@ async def test_codex_allowed_git_read_in_a_hostile_repository_runs_none_of_its_c
     [decision] = [e for e in events if isinstance(e, PermissionDecision)]
     assert decision.decision == "allow"
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("backend", ["gemini-cli", "claude-code"])
+def test_every_binary_child_gets_the_overrides_of_its_runs_repository(tmp_path: Path, backend: str) -> None:
+    """SUCCEEDED before: the Gemini CLI's and Claude Code's children got only the fixed settings, so their shell
+    tools' `git diff` ran a hostile repository's textconv. Now each launch reads the run's repository."""
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    (ws / ".git" / "config").write_text('[diff "evil"]\n\ttextconv = touch /tmp/x; cat\n[filter "f"]\n\tclean = x\n')
+    if backend == "gemini-cli":
+        env = gemini_env({}, ws)
+    else:
+        env = claude_env(claude_code_options({}), tmp_path / "home", parent={}, cwd=ws)
+    parameters = env["GIT_CONFIG_PARAMETERS"]
+    assert "'diff.evil.textconv'='cat'" in parameters
+    assert "'filter.f.clean'=''" in parameters
+    assert "'core.fsmonitor'='false'" in parameters
