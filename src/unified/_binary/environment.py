@@ -18,7 +18,8 @@ backend's policy names it.
 
 Then settings of ours, whatever the sources said: git uses a bare repository only when told to, and runs no
 command a repository's config names as its filesystem monitor or pager (`GIT_SAFETY`), as unified's own shell
-has it (`tools._shell.SHELL_SETTINGS`).
+has it (`tools._shell.SHELL_SETTINGS`), nor, given the run's `cwd`, the diff, filter and signature commands its
+repository's config names (`_git_drivers`).
 
 The backend adds what only it knows (a settings override, a flag in the environment) afterwards.
 """
