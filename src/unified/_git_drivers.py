@@ -92,36 +92,37 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def _repository_config(directory: Path) -> Path | None:
-    """The `config` of the repository enclosing `directory` (a `.git` directory, or a `.git` file's `gitdir:`)."""
+def _repository_config(directory: Path) -> list[Path] | None:
+    """The config files of the repository enclosing `directory` (a `.git` directory, or a `.git` file's `gitdir:`):
+    its `config` and `config.worktree` (read when `extensions.worktreeConfig` is on), a worktree's own too."""
     place = Path(os.path.abspath(directory))
     for _ in range(PARENTS_MAX):
         dot_git = place / ".git"
         if dot_git.is_dir():
-            return dot_git / "config"
+            return [dot_git / "config", dot_git / "config.worktree"]
         if dot_git.is_file():
             try:
                 line = dot_git.read_text(errors="replace")[:4096].strip()
             except OSError:
                 return None
-            if line.startswith("gitdir:"):
-                gitdir = (place / line.removeprefix("gitdir:").strip()).resolve()
-                common = gitdir / "commondir"  # a worktree's: its config is the main repository's
-                try:
-                    return (gitdir / common.read_text().strip()).resolve() / "config"
-                except OSError:
-                    return gitdir / "config"
-            return None
+            if not line.startswith("gitdir:"):
+                return None
+            gitdir = (place / line.removeprefix("gitdir:").strip()).resolve()
+            try:  # a worktree's: the main repository's config holds the rest
+                common = (gitdir / (gitdir / "commondir").read_text(errors="replace")[:4096].strip()).resolve()
+            except OSError:
+                common = gitdir
+            return list(dict.fromkeys([common / "config", common / "config.worktree", gitdir / "config.worktree"]))
         if place.parent == place:
             return None
         place = place.parent
     return None
 
 
-def _texts(config: Path) -> Iterator[str]:
-    """The text of `config` and of each file it includes (every `path = ` line is followed, whatever its section:
-    reading one too many is harmless), breadth first, at most `INCLUDES_MAX` files."""
-    queue, seen = [config], set[Path]()
+def _texts(configs: list[Path]) -> Iterator[str]:
+    """The text of each of `configs` and of each file they include (every `path = ` line is followed, whatever its
+    section: reading one too many is harmless), breadth first, at most `INCLUDES_MAX` files."""
+    queue, seen = list(configs), set[Path]()
     while queue and len(seen) < INCLUDES_MAX:
         path = queue.pop(0)
         if path in seen:

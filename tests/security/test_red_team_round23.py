@@ -128,6 +128,18 @@ def test_a_driver_in_an_included_file_or_of_an_odd_name_is_stopped_too(tmp_path:
 
 
 @pytest.mark.e2e  # runs git
+@pytest.mark.parametrize("who", ["binary", "unified"])
+def test_a_driver_in_the_worktree_config_is_stopped_too(tmp_path: Path, who: str) -> None:
+    """SUCCEEDED before: with `extensions.worktreeConfig`, git reads `.git/config.worktree` too."""
+    ws, marker = tmp_path / "ws", tmp_path / "marker"
+    _repository(ws, {"extensions.worktreeConfig": "true", "core.repositoryformatversion": "1"})
+    (ws / ".git" / "config.worktree").write_text(f'[diff "evil"]\n\ttextconv = touch {marker}; cat\n')
+    done = _run(ws, "git diff", _environment(who, ws, tmp_path))
+    assert "+world" in done.stdout
+    assert not marker.exists()
+
+
+@pytest.mark.e2e  # runs git
 @pytest.mark.parametrize("command", ["git log -1", "git show", "git log -1 --format=%G?"])
 @pytest.mark.parametrize("who", ["binary", "unified"])
 def test_a_signed_commit_in_a_hostile_repository_runs_none_of_its_programs(
