@@ -18,7 +18,8 @@ backend's policy names it.
 
 Then settings of ours, whatever the sources said: git uses a bare repository only when told to, and runs no
 command a repository's config names as its filesystem monitor or pager (`GIT_SAFETY`), as unified's own shell
-has it (`tools._shell.SHELL_SETTINGS`).
+has it (`tools._shell.SHELL_SETTINGS`), nor, given the run's `cwd`, the diff, filter and signature commands its
+repository's config names (`_git_drivers`).
 
 The backend adds what only it knows (a settings override, a flag in the environment) afterwards.
 """
@@ -34,6 +35,7 @@ from pathlib import Path
 
 import platformdirs
 
+from unified import _git_drivers
 from unified._environ import PerEnvironment, absolute_search_path
 from unified._files import write_atomically
 
@@ -139,10 +141,13 @@ def child_env(
     parent: Mapping[str, str] | None = None,
     home: Path | None = None,
     home_vars: Iterable[str] = ("HOME",),
+    cwd: Path | None = None,
 ) -> dict[str, str]:
     """The child's variables: the `parent`'s (default `os.environ`) that `policy` admits, then `extra`,
     then every one of `home_vars` set to `home` when it is given; its `PATH` without relative entries (the commands
-    of a model it runs inherit it: `absolute_search_path`)."""
+    of a model it runs inherit it: `absolute_search_path`). With `cwd` (the run's directory), git also runs none of
+    the diff or filter commands the config of the repository enclosing it names (`_git_drivers.overrides`, read
+    now, at the run's start)."""
     if parent is None:
         env = dict(_admitted(policy))
     else:
@@ -153,6 +158,8 @@ def child_env(
     if "PATH" in env:
         env["PATH"] = absolute_search_path(env["PATH"])
     name, setting = GIT_SAFETY
+    if cwd is not None and (drivers := _git_drivers.overrides(cwd)):
+        setting = f"{setting} {_git_drivers.parameters(drivers)}"
     given = env.get(name, "").strip()
     env[name] = f"{given} {setting}" if given and setting not in given else given or setting
     return env

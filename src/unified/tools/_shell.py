@@ -33,6 +33,7 @@ import anyio.to_thread
 from anyio.abc import Process
 from pydantic import Field
 
+from unified import _git_drivers
 from unified import _limits as limits
 from unified._environ import absolute_search_path
 from unified._files import open_regular_fd
@@ -459,8 +460,10 @@ class ShellConfig:
         write into one of its directories replaces a program a later command runs (`_protected`)."""
         return absolute_search_path(self.env.get("PATH") or SHELL_SETTINGS.get("PATH") or os.environ.get("PATH", ""))
 
-    def environment(self) -> dict[str, str]:
-        """What a command's environment holds: allowlisted host variables without secrets, then ours."""
+    def environment(self, cwd: Path | None = None) -> dict[str, str]:
+        """What a command's environment holds: allowlisted host variables without secrets, then ours; for a
+        command run in `cwd`, the settings that stop what its repository's config names for a diff or a filter
+        (`_git_drivers.overrides`, read now: the config as it is when the command starts)."""
         allowed = (*SHELL_ENV_ALLOWLIST, *self.env_allowlist)
         clean = redactor()
         env = {
@@ -471,6 +474,10 @@ class ShellConfig:
             and clean(value) == value  # holds no secret value of another variable
         }
         env.update(SHELL_SETTINGS)
+        drivers = _git_drivers.overrides(cwd) if cwd is not None else []
+        for at, (key, value) in enumerate(drivers, start=int(SHELL_SETTINGS["GIT_CONFIG_COUNT"])):
+            env[f"GIT_CONFIG_KEY_{at}"], env[f"GIT_CONFIG_VALUE_{at}"] = key, value
+        env["GIT_CONFIG_COUNT"] = str(int(SHELL_SETTINGS["GIT_CONFIG_COUNT"]) + len(drivers))
         env.update(self.env)
         env["PATH"] = self.search_path()  # its relative entries left out (`absolute_search_path`)
         env[_watchdog.OWNER_VARIABLE] = self.watch.marker
@@ -647,7 +654,7 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=cwd,
-            env=config.environment(),
+            env=config.environment(cwd),
             start_new_session=True,
             pass_fds=(move,) if move is not None else (),
         )
@@ -797,7 +804,7 @@ async def _run_background(config: ShellConfig, p: ShellParams, cwd: Path) -> Too
                 stdout=write,
                 stderr=subprocess.STDOUT,
                 cwd=cwd,
-                env=config.environment(),
+                env=config.environment(cwd),
                 start_new_session=True,
                 pass_fds=(move,) if move is not None else (),
             )

@@ -160,9 +160,12 @@ _NODE_TIMER_MAX_MS = 2**31 - 1
 """The longest wait a Node timer takes: a longer one fires at once."""
 
 
-def claude_env(options: ClaudeCodeOptions, home: Path, *, parent: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The child's environment: the allowlisted variables, the `env` option, the isolated home, ours."""
-    inherited = child_env(ENV_POLICY, parent=parent)
+def claude_env(
+    options: ClaudeCodeOptions, home: Path, *, parent: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> dict[str, str]:
+    """The child's environment: the allowlisted variables, the `env` option, the isolated home, ours; `cwd`: the
+    run's (`child_env`)."""
+    inherited = child_env(ENV_POLICY, parent=parent, cwd=cwd)
     env = {name: value for name, value in inherited.items() if name not in _NEVER_FROM_PARENT}
     env.update(options.env)
     env.update(_FIXED_ENV)
@@ -287,7 +290,7 @@ class Launch:
     @classmethod
     def of(cls, params: ExecuteParams, options: ClaudeCodeOptions) -> Launch:
         home = (options.home or default_home()).expanduser().resolve()
-        env = claude_env(options, home)
+        env = claude_env(options, home, cwd=params.cwd.expanduser())
         _check_base_url(env, options)
         binary = (
             STAND_IN_BINARY

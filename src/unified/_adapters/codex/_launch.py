@@ -501,7 +501,8 @@ class Launch:
             servers[server.name] = _mcp_table(server, resources_off=params.approval_mode != "yolo")
         home_dir = Path(source.get("HOME") or Path.home()).expanduser().resolve()
         project_off = project_mcp_servers_off(params.cwd.expanduser().resolve(), tuple(servers), home_dir)
-        env = child_env(ENV_POLICY, extra=extra, parent=parent)  # None: the environment, as `child_env` keeps it
+        # parent None: the environment, as `child_env` keeps it; cwd: its repository's diff and filter commands off
+        env = child_env(ENV_POLICY, extra=extra, parent=parent, cwd=params.cwd.expanduser())
         env["CODEX_HOME"] = str(home)
         binary = (
             STAND_IN_BINARY

@@ -198,9 +198,9 @@ def _system_settings_text(source: Path, signature: FileSignature | None) -> str:
     return json.dumps(merged, indent=2, sort_keys=True)
 
 
-def gemini_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The CLI's environment (see the module docstring)."""
-    env = child_env(ENV_POLICY, extra=extra)
+def gemini_env(extra: Mapping[str, str] | None = None, cwd: Path | None = None) -> dict[str, str]:
+    """The CLI's environment (see the module docstring); `cwd`: the run's (`child_env`)."""
+    env = child_env(ENV_POLICY, extra=extra, cwd=cwd)
     env[SYSTEM_SETTINGS_ENV] = str(_system_settings_file(env))
     if "GEMINI_CLI_NO_RELAUNCH" not in env:
         env["GEMINI_CLI_NO_RELAUNCH"] = "true"
@@ -322,7 +322,7 @@ class Launch:
         if params.system_instruction is not None:
             # Replaces the CLI's whole system prompt; read per process, so it is part of the pool key.
             extra_env["GEMINI_SYSTEM_MD"] = str(gemini_file("system", ".md", params.system_instruction))
-        env = gemini_env(extra_env)
+        env = gemini_env(extra_env, params.cwd.expanduser())
         where = ChainMap(env, os.environ)  # UNIFIED_GEMINI_BIN is ours to read, not the child's
         binary = STAND_IN_BINARY
         if options.start_process is None:

@@ -1,0 +1,142 @@
+"""The commands a repository's own config names for git to run at a read, and the settings that stop them.
+
+A repository unpacked with its `.git` (a hostile one: no model wrote it, so no protected path was asked) may name
+commands in `.git/config` that git runs at commands a policy allows as reads:
+
+- `diff.external = <command>`: `git diff` runs it for every changed file;
+- `diff.<driver>.textconv` and `diff.<driver>.command`, with a `.gitattributes` line `* diff=<driver>`: `git diff`,
+  `git log -p`, `git show` run them;
+- `filter.<driver>.clean`, `.smudge`, `.process`, with `* filter=<driver>`: `git diff`, `git add`, `git checkout`,
+  `git status` (a file whose time changed but not its size) run them;
+- `gpg.program` (and `gpg.<format>.program`), a program of the repository's own files: `git log` and `git show` run
+  it for a commit carrying a signature (any bytes: no key needed) when `log.showSignature` is on (the repository's
+  config may turn it on), as `--show-signature` and `--format=%G?` always do.
+
+Such commands run unasked in yolo mode, under a user's rule allowing `git diff` or `git log` (unified's shell), or
+as a user's answer to what looks like a read. No fixed setting stops them without changing every repository's git
+(an empty `diff.external` fails every diff), and a driver's keys carry a name the repository chose, so `overrides`
+reads the config of the repository enclosing a directory (and the files it includes, bounded) for the names of its
+`diff`, `filter` and `gpg` sections, and overrides what it names: `textconv` with `cat` (a diff shows the file as
+it is), `command` and `diff.external` with nothing (git refuses to diff: `cannot run`; a repository that names one
+is hostile or odd, and failing beats running it), `clean`, `smudge` and `process` with nothing (git copies the file
+as it is), and the signature programs with git's defaults (`gpg`, `gpgsm`, `ssh-keygen`). Command-line configuration
+(`GIT_CONFIG_PARAMETERS`, `GIT_CONFIG_KEY_<n>`) outranks the repository's, and it is read again for every command
+of unified's shell, so a driver added later (in an included file the model may write) is seen too. Codex's child
+gets those read at the run's start (`_binary.environment.child_env`'s `cwd`): a driver added later in a file the
+repository's config includes is not seen there. In both, a repository a command reaches elsewhere (`git -C`, a
+nested one below the directory) is not read: it is asked only as any command is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["CONFIG_MAX_BYTES", "INCLUDES_MAX", "overrides", "parameters"]
+
+CONFIG_MAX_BYTES = 1 << 20
+"""Of each config file, the first MiB is read (git reads the whole file: a driver defined past it is missed)."""
+INCLUDES_MAX = 32
+"""Config files read per repository, its own and those it includes (`include.path`, `includeIf.*.path`)."""
+PARENTS_MAX = 64
+"""Directories walked up from the command's to find the repository enclosing it."""
+
+_HEADER = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]')
+_PATH = re.compile(r'^[ \t]*path[ \t]*=[ \t]*("(?:[^"\\\n]|\\.)*"|[^\n;#]*)', re.IGNORECASE | re.MULTILINE)
+_EXTERNAL = re.compile(r"external", re.IGNORECASE)
+_COMMAND = re.compile(r"command", re.IGNORECASE)
+_GPG_DEFAULTS = {
+    "gpg.program": "gpg",
+    "gpg.openpgp.program": "gpg",
+    "gpg.x509.program": "gpgsm",
+    "gpg.ssh.program": "ssh-keygen",
+}
+
+
+def overrides(directory: Path) -> list[tuple[str, str]]:
+    """The settings that stop the commands the config of the repository enclosing `directory` names for a diff or
+    a filter (none outside a repository)."""
+    config = _repository_config(directory)
+    if config is None:
+        return []
+    found: dict[str, str] = {}
+    for text in _texts(config):
+        for header in _HEADER.finditer(text):
+            section, sub = header.group(1).lower(), header.group(2)
+            if sub is None and "." in section:  # the old form `[diff.name]`, its name lowercased
+                section, _, sub = section.partition(".")
+            elif sub is not None:
+                sub = re.sub(r"\\(.)", r"\1", sub)
+            if section == "diff" and sub is None and _EXTERNAL.search(text):
+                found["diff.external"] = ""
+            elif section == "diff" and sub is not None:
+                found[f"diff.{sub}.textconv"] = "cat"
+                if _COMMAND.search(text):  # not otherwise: an empty command is one git fails to run
+                    found[f"diff.{sub}.command"] = ""
+            elif section == "gpg":  # `gpg.program`, `gpg.<format>.program`: the defaults, which the user's own
+                found.update(_GPG_DEFAULTS)  # value gave way to the repository's anyway
+            elif section == "filter" and sub is not None:
+                for key in ("clean", "smudge", "process"):
+                    found[f"filter.{sub}.{key}"] = ""
+    return list(found.items())
+
+
+def parameters(pairs: list[tuple[str, str]]) -> str:
+    """`pairs` in the form of `GIT_CONFIG_PARAMETERS` (each quoted as git's `sq_dequote` reads it)."""
+    return " ".join(f"{_quoted(key)}={_quoted(value)}" for key, value in pairs)
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _repository_config(directory: Path) -> list[Path] | None:
+    """The config files of the repository enclosing `directory` (a `.git` directory, or a `.git` file's `gitdir:`):
+    its `config` and `config.worktree` (read when `extensions.worktreeConfig` is on), a worktree's own too."""
+    place = Path(os.path.abspath(directory))
+    for _ in range(PARENTS_MAX):
+        dot_git = place / ".git"
+        if dot_git.is_dir():
+            return [dot_git / "config", dot_git / "config.worktree"]
+        if dot_git.is_file():
+            try:
+                line = dot_git.read_text(errors="replace")[:4096].strip()
+            except OSError:
+                return None
+            if not line.startswith("gitdir:"):
+                return None
+            gitdir = (place / line.removeprefix("gitdir:").strip()).resolve()
+            try:  # a worktree's: the main repository's config holds the rest
+                common = (gitdir / (gitdir / "commondir").read_text(errors="replace")[:4096].strip()).resolve()
+            except OSError:
+                common = gitdir
+            return list(dict.fromkeys([common / "config", common / "config.worktree", gitdir / "config.worktree"]))
+        if place.parent == place:
+            return None
+        place = place.parent
+    return None
+
+
+def _texts(configs: list[Path]) -> Iterator[str]:
+    """The text of each of `configs` and of each file they include (every `path = ` line is followed, whatever its
+    section: reading one too many is harmless), breadth first, at most `INCLUDES_MAX` files."""
+    queue, seen = list(configs), set[Path]()
+    while queue and len(seen) < INCLUDES_MAX:
+        path = queue.pop(0)
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            with path.open("rb") as file:
+                text = file.read(CONFIG_MAX_BYTES).decode(errors="replace")
+        except OSError:
+            continue
+        yield text
+        for match in _PATH.finditer(text):
+            value = match.group(1).strip()
+            if value.startswith('"') and value.endswith('"') and len(value) >= 2:
+                value = re.sub(r"\\(.)", r"\1", value[1:-1])
+            if value:
+                queue.append(path.parent / os.path.expanduser(value))
