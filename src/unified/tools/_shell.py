@@ -647,6 +647,7 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
     cgroup = await anyio.to_thread.run_sync(config.watch.call_cgroup)
     move, into = _into_cgroup(cgroup)
     script = f"{into}{_bounds()}trap 'jobs -p > {shlex.quote(str(jobs_file))} 2>/dev/null' EXIT\n{p.command}"
+    env = await anyio.to_thread.run_sync(config.environment, cwd)  # reads the repository's git config: off the loop
     try:
         process = await _open_shielded(
             ["bash", "-c", script],
@@ -654,7 +655,7 @@ async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progr
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=cwd,
-            env=config.environment(cwd),
+            env=env,
             start_new_session=True,
             pass_fds=(move,) if move is not None else (),
         )
