@@ -34,6 +34,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from unified._files import open_regular
+
 __all__ = ["CONFIG_MAX_BYTES", "INCLUDES_MAX", "overrides", "parameters"]
 
 CONFIG_MAX_BYTES = 1 << 20
@@ -102,14 +104,14 @@ def _repository_config(directory: Path) -> list[Path] | None:
             return [dot_git / "config", dot_git / "config.worktree"]
         if dot_git.is_file():
             try:
-                line = dot_git.read_text(errors="replace")[:4096].strip()
+                line = _head(dot_git, 4096).strip()
             except OSError:
                 return None
             if not line.startswith("gitdir:"):
                 return None
             gitdir = (place / line.removeprefix("gitdir:").strip()).resolve()
             try:  # a worktree's: the main repository's config holds the rest
-                common = (gitdir / (gitdir / "commondir").read_text(errors="replace")[:4096].strip()).resolve()
+                common = (gitdir / _head(gitdir / "commondir", 4096).strip()).resolve()
             except OSError:
                 common = gitdir
             return list(dict.fromkeys([common / "config", common / "config.worktree", gitdir / "config.worktree"]))
@@ -129,9 +131,8 @@ def _texts(configs: list[Path]) -> Iterator[str]:
             continue
         seen.add(path)
         try:
-            with path.open("rb") as file:
-                text = file.read(CONFIG_MAX_BYTES).decode(errors="replace")
-        except OSError:
+            text = _head(path, CONFIG_MAX_BYTES)
+        except OSError:  # missing, unreadable, or no regular file (a FIFO would block the read for ever)
             continue
         yield text
         for match in _PATH.finditer(text):
@@ -140,3 +141,10 @@ def _texts(configs: list[Path]) -> Iterator[str]:
                 value = re.sub(r"\\(.)", r"\1", value[1:-1])
             if value:
                 queue.append(path.parent / os.path.expanduser(value))
+
+
+def _head(path: Path, size: int) -> str:
+    """The first `size` bytes of the regular file at `path`, as text (`open_regular`: a FIFO, a device or a directory
+    the repository put there is refused, never waited on: an include of a FIFO hung every command's start)."""
+    with open_regular(path) as file:
+        return file.read(size).decode(errors="replace")

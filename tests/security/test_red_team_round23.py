@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.codex.conftest import run_codex
+from tests.hang_guard import HANG_GUARD_S
 from unified import _git_drivers
 from unified._adapters.claude_code._launch import claude_env
 from unified._adapters.claude_code._options import claude_code_options
@@ -125,6 +127,31 @@ def test_a_driver_in_an_included_file_or_of_an_odd_name_is_stopped_too(tmp_path:
     env = _environment("binary", ws, tmp_path)
     assert _run(ws, "git diff && git add a.txt", env).returncode == 0
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("marker")) == []
+
+
+@pytest.mark.parametrize("where", ["included", "dot-git-file", "config"])
+def test_a_fifo_in_the_repository_s_config_is_passed_over_not_waited_on(tmp_path: Path, where: str) -> None:
+    """An include (or a `.git` file, or `.git/config` itself) that is a FIFO with no writer blocked the read of the
+    repository's config for ever: every shell command's, and every binary's, start hung. Now it is no regular file,
+    passed over (`_files.open_regular`); the repository's other drivers are still found."""
+    ws = tmp_path / "ws"
+    dot_git = ws / ".git"
+    dot_git.mkdir(parents=True)
+    (dot_git / "config").write_text('[include]\n\tpath = fifo\n[diff "evil"]\n\ttextconv = x\n')
+    if where == "included":
+        os.mkfifo(dot_git / "fifo")
+    elif where == "config":
+        (dot_git / "config").unlink()
+        os.mkfifo(dot_git / "config")
+    else:
+        os.rename(dot_git, tmp_path / "real-git")
+        os.mkfifo(ws / ".git")
+    done: list[list[tuple[str, str]]] = []
+    reader = threading.Thread(target=lambda: done.append(_git_drivers.overrides(ws)), daemon=True)
+    reader.start()
+    reader.join(HANG_GUARD_S)
+    assert done, "the read of the repository's config hung on a FIFO"
+    assert done[0] == ([("diff.evil.textconv", "cat")] if where == "included" else [])
 
 
 @pytest.mark.e2e  # runs git
