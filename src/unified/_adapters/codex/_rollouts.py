@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._adapters.codex._options import BACKEND
+from unified._adapters.codex._translate import codex_usage
 from unified._files import BOM_HINT, NotRegularFile, folder_entries, open_regular, starts_with_bom, write_atomically
 from unified._text import loaded_well_formed
 from unified.errors import CorruptSession, SessionNotFound
@@ -386,24 +387,29 @@ def omitted_images(path: Path, offset: int, images: int) -> list[str]:
     return []
 
 
+_ROLLOUT_KEYS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+)
+"""A rollout record's counts as `codex_usage` reads them (its cache writes too)."""
+
+
 def rollout_usage(raw: object) -> Usage | None:
     """A usage of Codex's rollouts (`token_usage_record`'s `usage`, `token_count`'s totals) as ours: Codex's output
     count includes the reasoning tokens, ours does not. None for one that is no object."""
     if not isinstance(raw, dict):
         return None
-
-    def number(key: str) -> int:
-        value = raw.get(key)
-        return value if isinstance(value, int) and value >= 0 else 0
-
-    reasoning = number("reasoning_output_tokens")
-    return Usage(
-        input_tokens=number("input_tokens"),
-        cached_tokens=number("cached_input_tokens"),
-        cache_creation_tokens=number("cache_write_input_tokens"),
-        output_tokens=max(number("output_tokens") - reasoning, 0),
-        thinking_tokens=reasoning,
+    keys = (
+        "input_tokens",
+        "cached_input_tokens",
+        "cache_write_input_tokens",
+        "output_tokens",
+        "reasoning_output_tokens",
     )
+    return codex_usage(raw, keys)
 
 
 def last_total(path: Path) -> Usage | None:

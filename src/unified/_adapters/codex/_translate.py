@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -51,6 +52,7 @@ __all__ = [
     "ModelResponse",
     "Retrying",
     "TurnEnded",
+    "codex_usage",
     "tool_call_of",
     "tool_result_of",
     "unwrap_shell",
@@ -112,20 +114,29 @@ class Retrying:
 Item = UnifiedEvent | ModelResponse | TurnEnded | Retrying
 
 
-def usage_from_breakdown(breakdown: dict[str, Any]) -> Usage:
-    """A `TokenUsageBreakdown` as our Usage: Codex's output includes the reasoning tokens, ours does not."""
+def codex_usage(counts: Mapping[str, Any], keys: tuple[str, str, str | None, str, str]) -> Usage:
+    """Codex's token counts as our Usage, read under `keys` (input, cached input, cache writes or None, output,
+    reasoning: the app-server's `TokenUsageBreakdown` and the rollouts' records spell them apart). Codex's output
+    count includes the reasoning tokens, ours does not; a count that is no whole number is 0."""
 
-    def number(key: str) -> int:
-        value = breakdown.get(key)
+    def number(key: str | None) -> int:
+        value = counts.get(key) if key is not None else 0
         return value if isinstance(value, int) and value >= 0 else 0
 
-    reasoning = number("reasoningOutputTokens")
+    input_key, cached_key, cache_write_key, output_key, reasoning_key = keys
+    reasoning = number(reasoning_key)
     return Usage(
-        input_tokens=number("inputTokens"),
-        cached_tokens=number("cachedInputTokens"),
-        output_tokens=max(number("outputTokens") - reasoning, 0),
+        input_tokens=number(input_key),
+        cached_tokens=number(cached_key),
+        cache_creation_tokens=number(cache_write_key),
+        output_tokens=max(number(output_key) - reasoning, 0),
         thinking_tokens=reasoning,
     )
+
+
+def usage_from_breakdown(breakdown: dict[str, Any]) -> Usage:
+    """A `TokenUsageBreakdown` as our Usage (its cache writes not read, as before)."""
+    return codex_usage(breakdown, ("inputTokens", "cachedInputTokens", None, "outputTokens", "reasoningOutputTokens"))
 
 
 def _minus(after: Usage, before: Usage) -> Usage:
