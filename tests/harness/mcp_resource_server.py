@@ -1,15 +1,29 @@
 """An MCP server for the e2e tests (codex, claude-code) with two tools, `peek` and `poke`, and one resource,
 `note://secret`, whose read makes the file named by MARKER_FILE
-(what a server's resource handler may do when it runs)."""
+(what a server's resource handler may do when it runs). `as_stdio` names it for a run."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp.server.mcpserver import MCPServer
 
+if TYPE_CHECKING:
+    from unified.types import StdioMcpServer
+
 server = MCPServer("res")
+
+
+def as_stdio(marker: Path) -> StdioMcpServer:
+    """This server as a run's stdio MCP server `res`, its resource's reads marked at `marker`."""
+    from unified.types import StdioMcpServer  # the test's side only: the server's process needs none of unified
+
+    return StdioMcpServer(
+        name="res", command=sys.executable, args=(__file__,), env={"MARKER_FILE": str(marker)}, timeout_s=30
+    )
 
 
 @server.tool()

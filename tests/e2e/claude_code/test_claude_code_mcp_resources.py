@@ -5,7 +5,6 @@ caller's decision (the other backends ask for each; Codex 0.171 cannot, and warn
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,19 +13,8 @@ from tests.e2e.claude_code.claude_code_helpers import run_claude
 from tests.harness import mcp_resource_server
 from unified.events import PermissionDecision, Result, UserInputRequest, UserInputResponse
 from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
-from unified.types import StdioMcpServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-
-
-def _server(marker: Path) -> StdioMcpServer:
-    return StdioMcpServer(
-        name="res",
-        command=sys.executable,
-        args=(str(mcp_resource_server.__file__),),
-        env={"MARKER_FILE": str(marker)},
-        timeout_s=30,
-    )
 
 
 def _read_resource() -> list[ModelTurn]:
@@ -44,7 +32,7 @@ async def test_a_resource_read_is_the_caller_s_decision(workspace: Path, tmp_pat
         return UserInputResponse.allow() if allowed else UserInputResponse.deny()
 
     async with FakeAnthropic(_read_resource()) as server:
-        events = await run_claude(server, workspace, answer=answer, mcp_servers=(_server(marker),))
+        events = await run_claude(server, workspace, answer=answer, mcp_servers=(mcp_resource_server.as_stdio(marker),))
     result = events[-1]
     assert isinstance(result, Result)
     assert result.status == "success", result.error

@@ -5,7 +5,6 @@ Codex runs unasked reach no stdio server outside yolo (`_resources_relay`), sinc
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +22,8 @@ from unified.events import (
     WarningEvent,
 )
 from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
-from unified.types import StdioMcpServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-
-
-def _server(marker: Path) -> StdioMcpServer:
-    return StdioMcpServer(
-        name="res",
-        command=sys.executable,
-        args=(str(mcp_resource_server.__file__),),
-        env={"MARKER_FILE": str(marker)},
-        timeout_s=30,
-    )
 
 
 async def _run(
@@ -43,7 +31,7 @@ async def _run(
 ) -> tuple[list[UnifiedEvent], dict[str, str]]:
     """The run's events, and what Codex sent the model back for each call (by call id)."""
     async with FakeOpenAI([ModelTurn(function_calls=calls), ModelTurn(text="done")]) as server:
-        events = await run_codex(server, workspace, mcp_servers=(_server(marker),), **fields)
+        events = await run_codex(server, workspace, mcp_servers=(mcp_resource_server.as_stdio(marker),), **fields)
         second = server.model_requests()[1].body["input"]
     result = events[-1]
     assert isinstance(result, Result)
