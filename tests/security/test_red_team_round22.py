@@ -38,6 +38,7 @@ import pytest
 
 from tests.e2e.codex.conftest import run_codex
 from tests.security.test_red_team_round7 import _claude_answer
+from tests.security.test_red_team_round21 import DENY_RM, SHELL
 from unified import _urls
 from unified._binary.environment import EnvPolicy, child_env
 from unified.events import PermissionDecision
@@ -48,13 +49,6 @@ from unified.tools._shell import ShellConfig
 from unified.tools._shell_syntax import parse
 
 pytestmark = [pytest.mark.anyio]
-
-SHELL = "run_shell_command"
-
-DENY_RM = (
-    '[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = "rm"\ndecision = "deny"\npriority = 500\n'
-    '[[rule]]\ntoolName = "run_shell_command"\ndecision = "allow"\npriority = 100\n'
-)
 
 
 def _allowing(prefix: str, deny: str | None = None) -> Policy:
