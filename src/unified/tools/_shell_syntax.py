@@ -1512,6 +1512,11 @@ def _runs_unread(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
     walker.out.append(inv.unknown(f"{command_name(words[0] or '')} runs a command its options hide from the reader"))
 
 
+def _cover_since(walker: _Walker, start: int) -> None:
+    """The parts the walk added since `start` are a command a runner starts (`SimpleCommand.covered`)."""
+    walker.out[start:] = [replace(part, covered=True) for part in walker.out[start:]]
+
+
 def _runner(options: _Options, *verbs: str, scoped: bool = False, commands: frozenset[str] = frozenset()) -> _Handler:
     """A package or environment manager that runs a command (`uv run rm x`, `npx rm x`, `bundle exec rm x`) after
     its `verbs` (none for `npx`) and the `options` it reads (its own and the verb's, taken in either place).
@@ -1540,7 +1545,7 @@ def _runner(options: _Options, *verbs: str, scoped: bool = False, commands: froz
             if not verb and commands and split[1] and split[1][0] not in commands:
                 start = len(walker.out)
                 walker.resolve(split[1], replace(inv, via=(*inv.via, name)))
-                walker.out[start:] = [replace(part, covered=True) for part in walker.out[start:]]
+                _cover_since(walker, start)
                 return
             if not verb:
                 return  # not a verb that runs a command (`uv pip install`, `npm test`)
@@ -1555,7 +1560,7 @@ def _runner(options: _Options, *verbs: str, scoped: bool = False, commands: froz
             walker.out.append(covered.unknown(f"{label} runs {split[1][0]!r} in an environment the reader cannot see"))
         elif split[1]:
             walker.resolve(split[1], covered)
-        walker.out[start:] = [replace(part, covered=True) for part in walker.out[start:]]
+        _cover_since(walker, start)
 
     return handle
 
@@ -1593,7 +1598,7 @@ def _command_after(markers: frozenset[str], *, script: bool = False) -> _Handler
             walker.script(words[at + 1 : at + 2], inv, name)
         elif words[at + 1 :]:
             walker.resolve(words[at + 1 :], covered)
-        walker.out[start:] = [replace(part, covered=True) for part in walker.out[start:]]
+        _cover_since(walker, start)
 
     return handle
 
