@@ -240,6 +240,20 @@ def test_usage_is_what_the_threads_total_grew_by() -> None:
     assert usage_from_breakdown({"outputTokens": 5, "reasoningOutputTokens": 7}).output_tokens == 0
 
 
+def test_a_responses_cache_writes_are_what_the_threads_total_of_them_grew_by() -> None:
+    """The breakdown's `cacheWriteInputTokens` (the shape Codex 0.171 sends) is read, less a resumed thread's
+    baseline; before, it was not read at all (0)."""
+    t = translator()
+    old = {**breakdown(500, 0, 10, 0), "cacheWriteInputTokens": 200}
+    assert (
+        t.notification("thread/tokenUsage/updated", {"threadId": MAIN, "turnId": "t0", "tokenUsage": {"total": old}})
+        == []
+    )
+    total = {**breakdown(600, 30, 15, 0), "cacheWriteInputTokens": 240}
+    (response,) = note(t, "thread/tokenUsage/updated", tokenUsage={"total": total, "last": total})
+    assert response.usage == Usage(input_tokens=100, cached_tokens=30, cache_creation_tokens=40, output_tokens=5)
+
+
 def test_a_rate_limit_notice_alone_is_a_response_that_reported_no_usage() -> None:
     """Round 12: Codex sends `account/rateLimits/updated` after every response's token count, after
     `thread/tokenUsage/updated` when there was usage; alone, it is the only sign of a response without usage."""

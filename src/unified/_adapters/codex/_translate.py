@@ -114,13 +114,13 @@ class Retrying:
 Item = UnifiedEvent | ModelResponse | TurnEnded | Retrying
 
 
-def codex_usage(counts: Mapping[str, Any], keys: tuple[str, str, str | None, str, str]) -> Usage:
-    """Codex's token counts as our Usage, read under `keys` (input, cached input, cache writes or None, output,
+def codex_usage(counts: Mapping[str, Any], keys: tuple[str, str, str, str, str]) -> Usage:
+    """Codex's token counts as our Usage, read under `keys` (input, cached input, cache writes, output,
     reasoning: the app-server's `TokenUsageBreakdown` and the rollouts' records spell them apart). Codex's output
     count includes the reasoning tokens, ours does not; a count that is no whole number is 0."""
 
-    def number(key: str | None) -> int:
-        value = counts.get(key) if key is not None else 0
+    def number(key: str) -> int:
+        value = counts.get(key)
         return value if isinstance(value, int) and value >= 0 else 0
 
     input_key, cached_key, cache_write_key, output_key, reasoning_key = keys
@@ -135,14 +135,16 @@ def codex_usage(counts: Mapping[str, Any], keys: tuple[str, str, str | None, str
 
 
 def usage_from_breakdown(breakdown: dict[str, Any]) -> Usage:
-    """A `TokenUsageBreakdown` as our Usage (its cache writes not read, as before)."""
-    return codex_usage(breakdown, ("inputTokens", "cachedInputTokens", None, "outputTokens", "reasoningOutputTokens"))
+    """A `TokenUsageBreakdown` as our Usage, its cache writes (`cacheWriteInputTokens`) too."""
+    keys = ("inputTokens", "cachedInputTokens", "cacheWriteInputTokens", "outputTokens", "reasoningOutputTokens")
+    return codex_usage(breakdown, keys)
 
 
 def _minus(after: Usage, before: Usage) -> Usage:
     return Usage(
         input_tokens=max(after.input_tokens - before.input_tokens, 0),
         cached_tokens=max(after.cached_tokens - before.cached_tokens, 0),
+        cache_creation_tokens=max(after.cache_creation_tokens - before.cache_creation_tokens, 0),
         output_tokens=max(after.output_tokens - before.output_tokens, 0),
         thinking_tokens=max(after.thinking_tokens - before.thinking_tokens, 0),
     )
