@@ -268,10 +268,25 @@ def test_a_rate_limit_notice_alone_is_a_response_that_reported_no_usage() -> Non
     note(t, "item/started", item={"type": "agentMessage", "id": "m"})
     usage = {"total": breakdown(7, 0, 2, 0), "last": breakdown(7, 0, 2, 0)}
     (counted,) = note(t, "thread/tokenUsage/updated", tokenUsage=usage)
-    assert counted == ModelResponse(Usage(input_tokens=7, output_tokens=2), None)
+    assert counted == ModelResponse(Usage(input_tokens=7, output_tokens=2), None, answered=True)
     assert t.notification("account/rateLimits/updated", limits) == []  # that response was counted by its usage
     note(t, "item/started", item={"type": "agentMessage", "id": "m2"})
     assert t.notification("account/rateLimits/updated", limits) == []  # with usage seen, every response has its own
+
+
+def test_a_response_says_whether_it_gave_an_answer_which_ends_codexs_turn() -> None:
+    """`max_turns` interrupts the turn at a response that gave no answer (a call of a tool Codex lacks shows nothing
+    at all); a message marked `commentary` comes before calls, so it is no answer."""
+    t = translator()
+    usage = {"total": breakdown(7, 0, 2, 0), "last": breakdown(7, 0, 2, 0)}
+    (silent,) = note(t, "thread/tokenUsage/updated", tokenUsage=usage)
+    note(t, "item/started", item={"type": "agentMessage", "id": "c", "phase": "commentary"})
+    usage = {"total": breakdown(14, 0, 4, 0), "last": breakdown(7, 0, 2, 0)}
+    (commentary,) = note(t, "thread/tokenUsage/updated", tokenUsage=usage)
+    note(t, "item/started", item={"type": "agentMessage", "id": "f", "phase": None})
+    usage = {"total": breakdown(21, 0, 6, 0), "last": breakdown(7, 0, 2, 0)}
+    (final,) = note(t, "thread/tokenUsage/updated", tokenUsage=usage)
+    assert [silent.answered, commentary.answered, final.answered] == [False, False, True]
 
 
 def test_a_rate_limit_notice_is_not_counted_once_a_subagent_may_have_sent_it() -> None:

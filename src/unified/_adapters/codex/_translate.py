@@ -90,6 +90,9 @@ class ModelResponse:
     usage: Usage
     task_id: str | None
     """The subagent's task id (its thread id), or None for the main thread."""
+    answered: bool = False
+    """The main thread's response gave a message not marked `commentary`: Codex ends the turn with it unless it
+    also made calls (`max_turns` does not interrupt a turn that is ending)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,6 +334,8 @@ class AppServerTranslator:
     """The main thread's model responses counted in this run (its requests that ended)."""
     _request_of: dict[str, int] = field(default_factory=dict)
     """A main-thread call's id → the number of the model request that made it (`request_of`)."""
+    _answered: bool = False
+    """The main thread's current response gave an answer (`ModelResponse.answered`)."""
     _usage_seen: bool = False
     """A `thread/tokenUsage/updated` came in this run: from then on Codex sends one for every response (repeating
     the last figures for a response without usage), which counts it."""
@@ -397,6 +402,8 @@ class AppServerTranslator:
             thread.output = thread.output or item.get("type") != "userMessage"
             if task is None and isinstance(item.get("id"), str):
                 self._request_of.setdefault(item["id"], self.main_responses + 1)
+                if item.get("type") == "agentMessage" and item.get("phase") != "commentary":
+                    self._answered = True
             return self._started(item, task)
         if method == "item/completed":
             return self._completed(as_dict(params.get("item")), task, thread)
@@ -426,6 +433,8 @@ class AppServerTranslator:
             thread.usage = thread.usage + usage
             if task is None:
                 self.main_responses += 1
+                answered, self._answered = self._answered, False
+                return [ModelResponse(usage, None, answered)]
             return [ModelResponse(usage, task)]
         if method == "error":
             error = as_dict(params.get("error"))
@@ -474,7 +483,8 @@ class AppServerTranslator:
             return []
         main.output = False
         self.main_responses += 1
-        return [ModelResponse(Usage(), None)]
+        answered, self._answered = self._answered, False
+        return [ModelResponse(Usage(), None, answered)]
 
     def request_of(self, call_id: str) -> int:
         """The number of the main thread's model request that made the call `call_id` (counted when Codex started its
