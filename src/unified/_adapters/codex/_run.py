@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import os
 import re
 import secrets
 import time
@@ -60,7 +61,7 @@ from unified._adapters.codex._outcome import (
 )
 from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
 from unified._adapters.codex._rollouts import codex_short_id, last_total, omitted_images
-from unified._adapters.codex._thread_config import thread_config
+from unified._adapters.codex._thread_config import included_roots, thread_config
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict, stream_ended
 from unified._binary.loops import every
@@ -476,7 +477,10 @@ class CodexRun:
             else:
                 assert self.connection is not None
                 self.connection.adopt(opening.thread_id)
-                answer = await self._resume({**params, "threadId": opening.thread_id, "excludeTurns": True})
+                # the roots Codex names to the model: set at a thread's start (from `writable_roots`), replaced here
+                roots = await anyio.to_thread.run_sync(lambda: [os.path.realpath(cwd), *included_roots(self.params)])
+                resume = {**params, "threadId": opening.thread_id, "excludeTurns": True, "runtimeWorkspaceRoots": roots}
+                answer = await self._resume(resume)
         except TimeoutError:
             raise BackendError("codex app-server did not open the thread in time", retryable=True) from None
         except RpcError as exc:
