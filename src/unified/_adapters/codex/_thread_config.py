@@ -28,9 +28,9 @@ tools it offers, the thread's MCP servers. Over stdin, per thread, so a warm pro
 - **MCP resources.** With any MCP server Codex 0.171 offers `list_mcp_resources`, `list_mcp_resource_templates`
   and `read_mcp_resource`, and runs them without asking the client; no key turns them off, and interrupting the
   turn comes too late (measured, three runs: the server's resource handler ran 17 ms before unified's `tool_use`
-  once, under 1 ms after it twice). So outside yolo a stdio server runs behind `_resources_relay` (`_mcp_table`),
-  which takes its `resources` capability away and answers a `resources/*` request itself, with an error; an HTTP
-  server's resources cannot be kept from Codex: the backend warns about those (`_backend`, `RESOURCE_TOOLS`).
+  once, under 1 ms after it twice). So outside yolo every server, stdio or streamable HTTP, runs behind
+  `_resources_relay` (`_launch._mcp_table`), which takes its `resources` capability away and answers a
+  `resources/*` request itself, with an error.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from unified._adapters.codex._options import CodexOptions
 from unified.types import ExecuteParams
 
 __all__ = [
-    "RESOURCE_TOOLS",
     "TOOL_SWITCHES",
     "ToolSwitch",
     "included_roots",
@@ -85,9 +84,6 @@ its tools and nothing else off the request. One switch removes its tools togethe
 subagent tools (`spawn_agent`, ...), which `multi_agent` removes with it. Hosted web search is `web_search`
 (`_launch`: not turned on for a run that excludes it)."""
 
-RESOURCE_TOOLS = ("list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource")
-"""The MCP resource tools Codex 0.171 offers with any MCP server and runs unasked: no config key removes them (the
-server's `enabled_tools` / `disabled_tools` name its own tools), nor makes them ask."""
 
 PATCH_TOOLS = ("apply_patch", "write_file", "edit_file")
 """Codex's patch tool and unified's names for what it does: no key removes it."""
