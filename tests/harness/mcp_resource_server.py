@@ -1,6 +1,8 @@
 """An MCP server for the e2e tests (codex, claude-code) with two tools, `peek` and `poke`, and one resource,
 `note://secret`, whose read makes the file named by MARKER_FILE
-(what a server's resource handler may do when it runs). `as_stdio` names it for a run."""
+(what a server's resource handler may do when it runs). `as_stdio` names it for a run; served over streamable
+HTTP in the test's process (`tests.e2e.conformance.mcp_echo_server.serving("http", server)`), its reads are
+noted in `reads`."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ if TYPE_CHECKING:
     from unified.types import StdioMcpServer
 
 server = MCPServer("res")
+reads: list[str] = []
+"""The resource reads this process served (over HTTP)."""
 
 
 def as_stdio(marker: Path) -> StdioMcpServer:
@@ -41,7 +45,9 @@ def poke(text: str) -> str:
 @server.resource("note://secret")
 def secret() -> str:
     """A note."""
-    Path(os.environ["MARKER_FILE"]).write_text("read")
+    reads.append("note://secret")
+    if marker := os.environ.get("MARKER_FILE"):
+        Path(marker).write_text("read")
     return "the secret note"
 
 

@@ -197,11 +197,15 @@ def _split(text: str, pieces: int) -> list[str]:
 
 
 def _usage(usage: Usage) -> dict[str, Any]:
-    """Responses usage: input includes the cached tokens, output includes the reasoning tokens."""
+    """Responses usage: input includes the cached tokens and the cache writes (`cache_write_tokens`, which Codex
+    0.171 reads), output includes the reasoning tokens."""
     output = usage.output_tokens + usage.thinking_tokens
+    details = {"cached_tokens": usage.cached_tokens}
+    if usage.cache_creation_tokens:
+        details["cache_write_tokens"] = usage.cache_creation_tokens
     return {
         "input_tokens": usage.input_tokens,
-        "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "input_tokens_details": details,
         "output_tokens": output,
         "output_tokens_details": {"reasoning_tokens": usage.thinking_tokens},
         "total_tokens": usage.input_tokens + output,

@@ -156,9 +156,13 @@ def test_mcp_servers_are_the_thread_s_and_always_ask(tmp_path: Path) -> None:
             "startup_timeout_sec": 30,
             "default_tools_approval_mode": "prompt",
         },
-        "remote": {
-            "url": "https://mcp.example/mcp",
-            "http_headers": {"Authorization": "Bearer s3cret-http"},
+        "remote": {  # behind the relay too, its URL and headers in the relay's environment alone
+            "command": sys.executable,
+            "args": ["-I", "-S", str(RESOURCES_RELAY), "--http"],
+            "env": {
+                "UNIFIED_MCP_RELAY_URL": "https://mcp.example/mcp",
+                "UNIFIED_MCP_RELAY_HEADERS": '{"Authorization": "Bearer s3cret-http"}',
+            },
             "startup_timeout_sec": 30,
             "default_tools_approval_mode": "prompt",
         },
@@ -877,14 +881,25 @@ def _unsupported(tmp_path: Path, **fields: Any) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("mode", ["default", "auto_edit", "plan", "yolo"])
-def test_mcp_resource_tools_run_unasked_is_a_warning_outside_yolo(tmp_path: Path, mode: str) -> None:
-    """Before: no warning, while Codex read a server's resources without asking. An HTTP server's still are; a stdio
-    server runs behind `_resources_relay` outside yolo, its resources off: nothing to warn about."""
+def test_no_mcp_server_s_resources_are_a_warning(tmp_path: Path, mode: str) -> None:
+    """Before: a warning outside yolo that an HTTP server's resources were read unasked. Every server, stdio or
+    streamable HTTP, runs behind `_resources_relay` outside yolo now, its resources off: nothing to warn about."""
     web = HttpMcpServer(name="web", url="https://mcp.example.com/mcp")
-    problems = _unsupported(tmp_path, mcp_servers=(*_servers(), web), approval_mode=mode)
-    assert ("read_mcp_resource" in problems.get("mcp_servers", "")) is (mode != "yolo")
-    assert "mcp_servers" not in _unsupported(tmp_path, mcp_servers=_servers(), approval_mode=mode)
+    assert "mcp_servers" not in _unsupported(tmp_path, mcp_servers=(*_servers(), web), approval_mode=mode)
     assert "mcp_servers" not in _unsupported(tmp_path, approval_mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["default", "yolo"])
+def test_an_http_server_runs_behind_the_resources_relay_outside_yolo(tmp_path: Path, mode: str) -> None:
+    from unified._adapters.codex._launch import RESOURCES_RELAY, _mcp_table
+
+    server = HttpMcpServer(name="web", url="https://mcp.example.com/mcp", headers={"X-Key": "k3y"})
+    table = _mcp_table(server, resources_off=mode != "yolo")
+    if mode == "yolo":
+        assert (table["url"], table["http_headers"], "command" in table) == (server.url, {"X-Key": "k3y"}, False)
+    else:
+        assert (table["command"], table["args"]) == (sys.executable, ["-I", "-S", str(RESOURCES_RELAY), "--http"])
+        assert table["env"] == {"UNIFIED_MCP_RELAY_URL": server.url, "UNIFIED_MCP_RELAY_HEADERS": '{"X-Key": "k3y"}'}
 
 
 @pytest.mark.parametrize("mode", ["default", "auto_edit", "plan", "yolo"])

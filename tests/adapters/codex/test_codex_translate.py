@@ -240,6 +240,20 @@ def test_usage_is_what_the_threads_total_grew_by() -> None:
     assert usage_from_breakdown({"outputTokens": 5, "reasoningOutputTokens": 7}).output_tokens == 0
 
 
+def test_a_responses_cache_writes_are_what_the_threads_total_of_them_grew_by() -> None:
+    """The breakdown's `cacheWriteInputTokens` (the shape Codex 0.171 sends) is read, less a resumed thread's
+    baseline; before, it was not read at all (0)."""
+    t = translator()
+    old = {**breakdown(500, 0, 10, 0), "cacheWriteInputTokens": 200}
+    assert (
+        t.notification("thread/tokenUsage/updated", {"threadId": MAIN, "turnId": "t0", "tokenUsage": {"total": old}})
+        == []
+    )
+    total = {**breakdown(600, 30, 15, 0), "cacheWriteInputTokens": 240}
+    (response,) = note(t, "thread/tokenUsage/updated", tokenUsage={"total": total, "last": total})
+    assert response.usage == Usage(input_tokens=100, cached_tokens=30, cache_creation_tokens=40, output_tokens=5)
+
+
 def test_a_rate_limit_notice_alone_is_a_response_that_reported_no_usage() -> None:
     """Round 12: Codex sends `account/rateLimits/updated` after every response's token count, after
     `thread/tokenUsage/updated` when there was usage; alone, it is the only sign of a response without usage."""
@@ -254,10 +268,25 @@ def test_a_rate_limit_notice_alone_is_a_response_that_reported_no_usage() -> Non
     note(t, "item/started", item={"type": "agentMessage", "id": "m"})
     usage = {"total": breakdown(7, 0, 2, 0), "last": breakdown(7, 0, 2, 0)}
     (counted,) = note(t, "thread/tokenUsage/updated", tokenUsage=usage)
-    assert counted == ModelResponse(Usage(input_tokens=7, output_tokens=2), None)
+    assert counted == ModelResponse(Usage(input_tokens=7, output_tokens=2), None, answered=True)
     assert t.notification("account/rateLimits/updated", limits) == []  # that response was counted by its usage
     note(t, "item/started", item={"type": "agentMessage", "id": "m2"})
     assert t.notification("account/rateLimits/updated", limits) == []  # with usage seen, every response has its own
+
+
+def test_a_response_says_whether_it_gave_an_answer_which_ends_codexs_turn() -> None:
+    """`max_turns` interrupts the turn at a response that gave no answer (a call of a tool Codex lacks shows nothing
+    at all); a message marked `commentary` comes before calls, so it is no answer."""
+    t = translator()
+    usage = {"total": breakdown(7, 0, 2, 0), "last": breakdown(7, 0, 2, 0)}
+    (silent,) = note(t, "thread/tokenUsage/updated", tokenUsage=usage)
+    note(t, "item/started", item={"type": "agentMessage", "id": "c", "phase": "commentary"})
+    usage = {"total": breakdown(14, 0, 4, 0), "last": breakdown(7, 0, 2, 0)}
+    (commentary,) = note(t, "thread/tokenUsage/updated", tokenUsage=usage)
+    note(t, "item/started", item={"type": "agentMessage", "id": "f", "phase": None})
+    usage = {"total": breakdown(21, 0, 6, 0), "last": breakdown(7, 0, 2, 0)}
+    (final,) = note(t, "thread/tokenUsage/updated", tokenUsage=usage)
+    assert [silent.answered, commentary.answered, final.answered] == [False, False, True]
 
 
 def test_a_rate_limit_notice_is_not_counted_once_a_subagent_may_have_sent_it() -> None:

@@ -68,3 +68,19 @@ async def test_a_continued_conversation_keeps_each_carried_turns_usage(workspace
     assert resumed.status == "success", resumed.error
     assert resumed.usage is not None
     assert (resumed.usage.input_tokens, resumed.usage.output_tokens) == (11, 2)
+
+
+async def test_live_usage_reports_the_cache_writes_codex_counts(workspace: Path) -> None:
+    """Before: the live path did not read the app-server's `cacheWriteInputTokens`, so a run whose provider wrote
+    40 tokens to its cache reported 0 there while the rollout (the export) said 40."""
+    turn = ScriptTurn(text="ok.", usage=Usage(input_tokens=100, cached_tokens=30, cache_creation_tokens=40))
+    async with FakeOpenAI([turn]) as server:
+        events = await run_codex(server, workspace, "hello")
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    assert result.usage is not None
+    assert (result.usage.input_tokens, result.usage.cached_tokens, result.usage.cache_creation_tokens) == (100, 30, 40)
+    assert result.short_id is not None
+    exported = await sessions.export(result.short_id)
+    assert _usages(exported)[-1] == (100, 0, 0, 30, 40)  # the same count as the rollouts' reader's

@@ -88,3 +88,46 @@ async def test_a_read_in_an_included_folder_is_inside_the_workspace(
     decisions = _decisions(events)
     assert (decisions["call_included"].decision, decisions["call_included"].decided_by) == ("allow", "policy")
     assert (decisions["call_outside"].decision, decisions["call_outside"].rule) == ("deny", "outside-workspace")
+
+
+async def test_a_resumed_thread_is_told_of_a_folder_a_later_run_includes(
+    workspace: Path, folders: tuple[Path, Path]
+) -> None:
+    """Before: Codex writes the environment context at a thread's first turn only, so the resumed run's request
+    never named the folder; the write there, refused (asked, nobody answered) by the first run, is allowed after."""
+    included, _ = folders
+
+    def patch(call_id: str) -> FunctionCall:
+        body = f"*** Begin Patch\n*** Add File: {included / (call_id + '.txt')}\n+x\n*** End Patch\n"
+        return FunctionCall(name="apply_patch", args={"input": body}, id=call_id)
+
+    async with FakeOpenAI([ModelTurn(function_calls=[patch("call_first")]), ModelTurn(text="done")]) as server:
+        first = await run_codex(server, workspace, approval_mode="auto_edit")
+    result = first[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    assert (_decisions(first)["call_first"].decision, _decisions(first)["call_first"].rule) == (
+        "deny",
+        "protected-paths",
+    )
+    turns = [ModelTurn(function_calls=[patch("call_again")]), ModelTurn(text="done")]
+    async with FakeOpenAI(turns) as server:
+        again = await run_codex(
+            server,
+            workspace,
+            "Go on.",
+            approval_mode="auto_edit",
+            include_directories=(included,),
+            resume=result.short_id,
+        )
+        bodies = [json.dumps(request.body) for request in server.model_requests()]
+    resumed = again[-1]
+    assert isinstance(resumed, Result)
+    assert resumed.status == "success", resumed.error
+    assert f"<root>{included}</root>" in bodies[0]
+    assert (_decisions(again)["call_again"].decision, _decisions(again)["call_again"].decided_by) == (
+        "allow",
+        "approval_mode",
+    )
+    assert (included / "call_again.txt").read_text() == "x\n"
+    assert not (included / "call_first.txt").exists()

@@ -82,3 +82,20 @@ async def test_a_model_that_answers_within_the_cap_is_not_stopped(workspace: Pat
         requests = len(server.model_requests())
     result = _result(events)
     assert (result.status, result.final_text, requests) == ("success", "alpha, beta", 2), result.error
+
+
+async def test_a_tool_codex_lacks_is_stopped_at_the_cap(workspace: Path) -> None:
+    """An unknown function name is answered by Codex itself, with no approval and no item: before, the run took all
+    8 scripted answers and a 9th request (failed). The turn is interrupted at the token count of request 2; Codex
+    may have sent the 3rd by then (measured: 2 requests in 111 of 120 runs, 3 in 9, never more)."""
+    call = FunctionCall(name="no_such_tool", args={"x": 1})
+    async with FakeOpenAI(_for_ever(call)) as server:
+        events = await run_codex(server, workspace, max_turns=2, options={"pool_size": 0})
+        requests = len(server.model_requests())
+    result = _result(events)
+    assert result.status == "max_turns", result.error
+    assert requests in (2, 3)
+    assert result.turns in (2, 3)
+    async with FakeOpenAI([ModelTurn(text="Resumed.")]) as server:
+        again = _result(await run_codex(server, workspace, "Go on.", resume=result.short_id))
+    assert (again.status, again.final_text) == ("success", "Resumed."), again.error

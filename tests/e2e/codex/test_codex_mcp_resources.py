@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.codex.conftest import run_codex
+from tests.e2e.conformance import mcp_echo_server
 from tests.harness import mcp_resource_server
 from unified.events import (
     PermissionDecision,
@@ -22,6 +23,7 @@ from unified.events import (
     WarningEvent,
 )
 from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
+from unified.types import HttpMcpServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -94,3 +96,36 @@ async def test_a_stdio_server_s_resources_are_off_outside_yolo(workspace: Path, 
     assert (tmp_path / "again").exists()
     assert json.loads(outputs["call_read"])["contents"][0]["text"] == "the secret note"
     assert [e.tool_use_id for e in events if isinstance(e, ToolResult)] == ["call_read"]
+
+
+async def test_an_http_server_s_resources_are_off_outside_yolo(workspace: Path) -> None:
+    """Before: an HTTP server's resource was read unasked (its handler ran) and a warning said so. Now it runs behind
+    `_resources_relay` too (`--http`, its URL and headers in the relay's environment alone): the read reaches no
+    server, a tool call through it works, the bearer token reaches the server and neither the model nor the events."""
+    token = "Bearer relay-secret-0c5f"
+    read = FunctionCall(name="read_mcp_resource", args={"server": "res", "uri": "note://secret"}, id="call_read")
+
+    async def allow(request: UserInputRequest) -> UserInputResponse:
+        return UserInputResponse.allow()
+
+    with mcp_echo_server.serving("http", mcp_resource_server.server) as url:
+        reads, heard = len(mcp_resource_server.reads), len(mcp_echo_server.headers)
+        res = HttpMcpServer(name="res", url=url, headers={"Authorization": token}, timeout_s=20)
+        async with FakeOpenAI([ModelTurn(function_calls=[read, _mcp_call("poke")]), ModelTurn(text="done")]) as fake:
+            events = await run_codex(fake, workspace, mcp_servers=(res,), approval_mode="default", on_user_input=allow)
+            requests = json.dumps([request.body for request in fake.model_requests()])
+            second = fake.model_requests()[1].body["input"]
+        read_now = mcp_resource_server.reads[reads:]
+        sent = mcp_echo_server.headers[heard:]
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    assert read_now == []
+    outputs = {str(i["call_id"]): str(i["output"]) for i in second if i.get("type") == "function_call_output"}
+    assert "the secret note" not in outputs["call_read"]
+    assert "poked: x" in outputs["call_poke"]
+    assert sent
+    assert {h.get("authorization") for h in sent} == {token}
+    assert "relay-secret-0c5f" not in requests
+    assert not [e for e in events if "relay-secret-0c5f" in e.model_dump_json()]
+    assert not [e for e in events if isinstance(e, WarningEvent) and e.code == "unsupported_option"]

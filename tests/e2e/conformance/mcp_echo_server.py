@@ -27,16 +27,16 @@ def echo(text: str) -> str:
 
 
 @contextmanager
-def serving(transport: Literal["http", "sse"]) -> Iterator[str]:
-    """The server's endpoint (its URL: streamable HTTP's, or SSE's event stream) while the block runs. The
-    socket listens before uvicorn starts, so a client that connects early waits in its backlog: nothing
-    to poll for."""
+def serving(transport: Literal["http", "sse"], mcp: MCPServer = server) -> Iterator[str]:
+    """The server's endpoint (its URL: streamable HTTP's, or SSE's event stream) while the block runs; `mcp`:
+    another server of the tests' to serve so (its requests' headers noted in `headers` too). The socket listens
+    before uvicorn starts, so a client that connects early waits in its backlog: nothing to poll for."""
     import uvicorn  # not for the stdio server, a process of its own
 
     listener = socket.create_server(("127.0.0.1", 0))
     # The app is made in uvicorn's thread, on its event loop (a factory): its session manager's lock would
     # otherwise belong to the loop of the test that starts it, trio's included.
-    make = server.streamable_http_app if transport == "http" else server.sse_app
+    make = mcp.streamable_http_app if transport == "http" else mcp.sse_app
 
     def app() -> Any:
         inner = make()

@@ -20,11 +20,11 @@ from unified._adapters.codex._pool import CodexPool, default_pool
 from unified._adapters.codex._rollouts import Rollouts
 from unified._adapters.codex._run import CodexRun, Opening
 from unified._adapters.codex._shared_sessions import shared_files
-from unified._adapters.codex._thread_config import RESOURCE_TOOLS, refused_per_call
+from unified._adapters.codex._thread_config import refused_per_call
 from unified._binary.shared import run_shared, session_lease, shared_store
 from unified._internal.images import images_not_taken
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
-from unified.types import ExecuteParams, HttpMcpServer, SseMcpServer
+from unified.types import ExecuteParams, SseMcpServer
 
 __all__ = ["CodexBackend"]
 
@@ -61,17 +61,6 @@ class CodexBackend:
                     f"Codex 0.171 has no setting that stops offering {', '.join(offered)} (its apply_patch tool, "
                     "an MCP server's tools): the model is still offered them, and unified refuses each of their "
                     "calls; the other excluded tools are not offered",
-                    False,
-                )
-            )
-        if params.approval_mode != "yolo" and any(isinstance(s, HttpMcpServer) for s in params.mcp_servers):
-            problems.append(
-                UnsupportedOption(
-                    "mcp_servers",
-                    f"Codex 0.171 offers the model {', '.join(RESOURCE_TOOLS)} with any MCP server and runs them "
-                    "without asking (no setting turns them off or makes them ask, excluded_tools included): an HTTP "
-                    "server's resources are read unasked, each read reported after it ran (decided_by backend; a "
-                    "stdio server's are turned off); give only HTTP servers whose resources anyone may read",
                     False,
                 )
             )

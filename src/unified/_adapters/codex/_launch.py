@@ -40,6 +40,7 @@ from typing import Any
 import platformdirs
 
 from unified._adapters.codex._options import BACKEND, CodexOptions
+from unified._adapters.codex._resources_relay import HEADERS_VARIABLE, URL_VARIABLE
 from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature, signature
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
@@ -314,7 +315,7 @@ def chatgpt_login(env: Mapping[str, str]) -> ChatgptLogin | None:
 
 
 RESOURCES_RELAY = Path(__file__).with_name("_resources_relay.py")
-"""The relay a stdio server runs behind outside yolo (`_resources_relay`: its resources off, read unasked by Codex)."""
+"""The relay an MCP server runs behind outside yolo (`_resources_relay`: its resources off, read unasked by Codex)."""
 
 
 def _mcp_table(server: StdioMcpServer | HttpMcpServer, *, resources_off: bool) -> dict[str, Any]:
@@ -322,8 +323,9 @@ def _mcp_table(server: StdioMcpServer | HttpMcpServer, *, resources_off: bool) -
     server's headers) as values: the table goes to Codex over stdin (`thread/start`'s `config`), never on its
     command line (any local user reads a process's argv) nor in its environment, which every command the
     model runs could read (`/proc/$PPID/environ`: measured, a stdio server's `env` and an HTTP server's
-    bearer token were both printed there when they were forwarded that way). `resources_off`: a stdio server
-    runs behind `_resources_relay`, which takes its resources away (Codex would read them unasked)."""
+    bearer token were both printed there when they were forwarded that way). `resources_off`: the server, stdio
+    or streamable HTTP, runs behind `_resources_relay`, which takes its resources away (Codex would read them
+    unasked); an HTTP server's URL and headers are then the relay's environment (its own, not Codex's)."""
     table: dict[str, Any]
     if isinstance(server, StdioMcpServer):
         table = {"command": server.command, "args": list(server.args)}
@@ -334,6 +336,10 @@ def _mcp_table(server: StdioMcpServer | HttpMcpServer, *, resources_off: bool) -
             table["env"] = dict(server.env)
         if server.cwd is not None:
             table["cwd"] = str(server.cwd)
+    elif resources_off:
+        # the URL and headers in the relay's environment alone (the table reaches Codex over stdin)
+        relay_env = {URL_VARIABLE: server.url, HEADERS_VARIABLE: json.dumps(dict(server.headers))}
+        table = {"command": sys.executable, "args": ["-I", "-S", str(RESOURCES_RELAY), "--http"], "env": relay_env}
     else:
         table = {"url": server.url}
         if server.headers:

@@ -402,14 +402,7 @@ def rollout_usage(raw: object) -> Usage | None:
     count includes the reasoning tokens, ours does not. None for one that is no object."""
     if not isinstance(raw, dict):
         return None
-    keys = (
-        "input_tokens",
-        "cached_input_tokens",
-        "cache_write_input_tokens",
-        "output_tokens",
-        "reasoning_output_tokens",
-    )
-    return codex_usage(raw, keys)
+    return codex_usage(raw, _ROLLOUT_KEYS)
 
 
 def last_total(path: Path) -> Usage | None:

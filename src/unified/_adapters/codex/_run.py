@@ -28,7 +28,9 @@ run started (`CodexConnection.end_run`); a process the pool does not keep has it
 
 `max_turns` is unified's (0.171 has no limit): a call of the main thread's model request `max_turns` is answered
 `cancel` at its approval (`ApprovalBridge._cap`: Codex asks before every command, patch and MCP call), and one Codex
-runs unasked interrupts the turn when it starts (`_unasked_past_cap`); the run ends `max_turns`, the process retired.
+runs unasked interrupts the turn when it starts (`_unasked_past_cap`), and so does the token count of request
+`max_turns` when that response gave no answer (`_cap_reached`: a call of a tool Codex lacks, which Codex answers
+itself, unasked and unseen); the run ends `max_turns`, the process retired.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import os
 import re
 import secrets
 import time
@@ -58,7 +61,7 @@ from unified._adapters.codex._outcome import (
 )
 from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
 from unified._adapters.codex._rollouts import codex_short_id, last_total, omitted_images
-from unified._adapters.codex._thread_config import thread_config
+from unified._adapters.codex._thread_config import included_roots, thread_config
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict, stream_ended
 from unified._binary.loops import every
@@ -236,6 +239,8 @@ class CodexRun:
         self._refused = 0
         """Codex's retries in a row that could not connect at all (`connect_failure`), since the last progress."""
         self._responses = 0
+        self._interrupted_at_cap = False
+        """The turn was interrupted at the end of the main thread's response `max_turns` (`_cap_reached`)."""
         self._pending: deque[dict[str, Any] | LineProblem] = deque()
         """Messages read while waiting for something else (MCP start-up), handled first."""
         self._grace_until: float | None = None
@@ -472,7 +477,10 @@ class CodexRun:
             else:
                 assert self.connection is not None
                 self.connection.adopt(opening.thread_id)
-                answer = await self._resume({**params, "threadId": opening.thread_id, "excludeTurns": True})
+                # the roots Codex names to the model: set at a thread's start (from `writable_roots`), replaced here
+                roots = await anyio.to_thread.run_sync(lambda: [os.path.realpath(cwd), *included_roots(self.params)])
+                resume = {**params, "threadId": opening.thread_id, "excludeTurns": True, "runtimeWorkspaceRoots": roots}
+                answer = await self._resume(resume)
         except TimeoutError:
             raise BackendError("codex app-server did not open the thread in time", retryable=True) from None
         except RpcError as exc:
@@ -606,6 +614,12 @@ class CodexRun:
                 if isinstance(item, ModelResponse):
                     if item.task_id is None:
                         self._responses += 1
+                        if self._cap_reached(item, bridge) and main_end is None:
+                            # before anything else: Codex may be about to send the next request
+                            self._interrupted_at_cap = True
+                            await self.connection.start_request(
+                                "turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id}
+                            )
                         await self.ctx.end_turn(item.usage)
                 elif isinstance(item, Retrying):
                     await self._retrying(item)
@@ -640,7 +654,7 @@ class CodexRun:
         if self._responses == 0:
             await self.ctx.end_turn(Usage())  # nothing reported: the guard estimates from the text, flagged
         short = codex_short_id(self.thread_id)
-        if bridge.capped:
+        if bridge.capped or (self._interrupted_at_cap and main_end.status == "interrupted"):
             said = (
                 f"stopped after max_turns={self.params.max_turns} model requests; the last request's calls were not run"
             )
@@ -650,6 +664,18 @@ class CodexRun:
         if main_end.status == "interrupted":
             return RunOutcome(status="interrupted", short_id=short)
         raise error_from_turn_error(main_end.error, where=self.where)
+
+    def _cap_reached(self, response: ModelResponse, bridge: ApprovalBridge) -> bool:
+        """Whether the main thread's `response` ends the run's model request `max_turns` (or a later one) and Codex
+        may send another: the turn is interrupted then. Codex answers a call of a tool it lacks itself, without an
+        approval or an item, and asks the model again at once (measured: 9 requests for max_turns=2 before); the
+        interrupt races with that next request, which may already be on its way. A response that gave an answer
+        ends the turn (unless it also made calls: then one request more may go out, and the next stops it), and is
+        not interrupted: the run succeeds."""
+        cap = self.params.max_turns
+        if cap is None or bridge.capped or self._interrupted_at_cap or self._responses < cap:
+            return False
+        return not response.answered or self._responses > cap
 
     def _unasked_past_cap(self, call: ToolUse) -> bool:
         """Whether `call` is one Codex runs without asking (`view_image`, its goal tools, a subagent, a web search)

@@ -22,14 +22,15 @@ tools it offers, the thread's MCP servers. Over stdin, per thread, so a warm pro
   0.171 lists each as a `<root>` of the `<workspace_roots>` in the environment context it gives the model (measured:
   beside the cwd, with the thread's sandbox still off, `danger-full-access`), as the Gemini CLI's
   `--include-directories` and Claude Code's `--add-dir` tell their model; the approval bridge judges a path in one
-  as inside the workspace (`_approvals.ApprovalBridge._workspace`). Codex writes the environment context once,
-  at a thread's first turn: a resumed thread's model is not told of folders added later (measured).
+  as inside the workspace (`_approvals.ApprovalBridge._workspace`). Codex writes the environment context at a
+  thread's first turn, so a resumed thread's model was not told of folders added later (measured): a resume
+  replaces the thread's roots (`runtimeWorkspaceRoots`, `_run.CodexRun._open`), which makes Codex tell it anew.
 - **MCP resources.** With any MCP server Codex 0.171 offers `list_mcp_resources`, `list_mcp_resource_templates`
   and `read_mcp_resource`, and runs them without asking the client; no key turns them off, and interrupting the
   turn comes too late (measured, three runs: the server's resource handler ran 17 ms before unified's `tool_use`
-  once, under 1 ms after it twice). So outside yolo a stdio server runs behind `_resources_relay` (`_mcp_table`),
-  which takes its `resources` capability away and answers a `resources/*` request itself, with an error; an HTTP
-  server's resources cannot be kept from Codex: the backend warns about those (`_backend`, `RESOURCE_TOOLS`).
+  once, under 1 ms after it twice). So outside yolo every server, stdio or streamable HTTP, runs behind
+  `_resources_relay` (`_launch._mcp_table`), which takes its `resources` capability away and answers a
+  `resources/*` request itself, with an error.
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ from unified._adapters.codex._options import CodexOptions
 from unified.types import ExecuteParams
 
 __all__ = [
-    "RESOURCE_TOOLS",
     "TOOL_SWITCHES",
     "ToolSwitch",
+    "included_roots",
     "mcp_disabled",
     "refused_per_call",
     "switched_off",
@@ -83,9 +84,6 @@ its tools and nothing else off the request. One switch removes its tools togethe
 subagent tools (`spawn_agent`, ...), which `multi_agent` removes with it. Hosted web search is `web_search`
 (`_launch`: not turned on for a run that excludes it)."""
 
-RESOURCE_TOOLS = ("list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource")
-"""The MCP resource tools Codex 0.171 offers with any MCP server and runs unasked: no config key removes them (the
-server's `enabled_tools` / `disabled_tools` name its own tools), nor makes them ask."""
 
 PATCH_TOOLS = ("apply_patch", "write_file", "edit_file")
 """Codex's patch tool and unified's names for what it does: no key removes it."""
@@ -136,6 +134,13 @@ def _set(config: dict[str, Any], path: tuple[str, ...], value: object) -> None:
     table[path[-1]] = value
 
 
+def included_roots(params: ExecuteParams) -> list[str]:
+    """The run's `include_directories` as absolute real paths, relative to the run's folder (as `Workspace` reads
+    them)."""
+    cwd = params.cwd.expanduser()
+    return [os.path.realpath(cwd / folder) for folder in params.include_directories]
+
+
 def thread_config(params: ExecuteParams, options: CodexOptions, launch: Launch, *, subagents: bool) -> dict[str, Any]:
     """The thread's `config` (see the module docstring); `subagents`: whether the caller's policy lets the model
     spawn one (`_approvals.subagents_refused`)."""
@@ -150,9 +155,7 @@ def thread_config(params: ExecuteParams, options: CodexOptions, launch: Launch, 
         config["project_doc_max_bytes"] = 0
         _set(config, ("skills", "include_instructions"), False)
     if params.include_directories:
-        cwd = params.cwd.expanduser()  # relative to the run's folder, as `Workspace` reads them
-        roots = [os.path.realpath(cwd / folder) for folder in params.include_directories]
-        _set(config, ("sandbox_workspace_write", "writable_roots"), roots)
+        _set(config, ("sandbox_workspace_write", "writable_roots"), included_roots(params))
     for switch in switched_off(params):
         _set(config, switch.path, False)
     if not subagents:

@@ -90,6 +90,9 @@ class ModelResponse:
     usage: Usage
     task_id: str | None
     """The subagent's task id (its thread id), or None for the main thread."""
+    answered: bool = False
+    """The main thread's response gave a message not marked `commentary`: Codex ends the turn with it unless it
+    also made calls (`max_turns` does not interrupt a turn that is ending)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,13 +117,13 @@ class Retrying:
 Item = UnifiedEvent | ModelResponse | TurnEnded | Retrying
 
 
-def codex_usage(counts: Mapping[str, Any], keys: tuple[str, str, str | None, str, str]) -> Usage:
-    """Codex's token counts as our Usage, read under `keys` (input, cached input, cache writes or None, output,
+def codex_usage(counts: Mapping[str, Any], keys: tuple[str, str, str, str, str]) -> Usage:
+    """Codex's token counts as our Usage, read under `keys` (input, cached input, cache writes, output,
     reasoning: the app-server's `TokenUsageBreakdown` and the rollouts' records spell them apart). Codex's output
     count includes the reasoning tokens, ours does not; a count that is no whole number is 0."""
 
-    def number(key: str | None) -> int:
-        value = counts.get(key) if key is not None else 0
+    def number(key: str) -> int:
+        value = counts.get(key)
         return value if isinstance(value, int) and value >= 0 else 0
 
     input_key, cached_key, cache_write_key, output_key, reasoning_key = keys
@@ -135,14 +138,16 @@ def codex_usage(counts: Mapping[str, Any], keys: tuple[str, str, str | None, str
 
 
 def usage_from_breakdown(breakdown: dict[str, Any]) -> Usage:
-    """A `TokenUsageBreakdown` as our Usage (its cache writes not read, as before)."""
-    return codex_usage(breakdown, ("inputTokens", "cachedInputTokens", None, "outputTokens", "reasoningOutputTokens"))
+    """A `TokenUsageBreakdown` as our Usage, its cache writes (`cacheWriteInputTokens`) too."""
+    keys = ("inputTokens", "cachedInputTokens", "cacheWriteInputTokens", "outputTokens", "reasoningOutputTokens")
+    return codex_usage(breakdown, keys)
 
 
 def _minus(after: Usage, before: Usage) -> Usage:
     return Usage(
         input_tokens=max(after.input_tokens - before.input_tokens, 0),
         cached_tokens=max(after.cached_tokens - before.cached_tokens, 0),
+        cache_creation_tokens=max(after.cache_creation_tokens - before.cache_creation_tokens, 0),
         output_tokens=max(after.output_tokens - before.output_tokens, 0),
         thinking_tokens=max(after.thinking_tokens - before.thinking_tokens, 0),
     )
@@ -329,6 +334,8 @@ class AppServerTranslator:
     """The main thread's model responses counted in this run (its requests that ended)."""
     _request_of: dict[str, int] = field(default_factory=dict)
     """A main-thread call's id → the number of the model request that made it (`request_of`)."""
+    _answered: bool = False
+    """The main thread's current response gave an answer (`ModelResponse.answered`)."""
     _usage_seen: bool = False
     """A `thread/tokenUsage/updated` came in this run: from then on Codex sends one for every response (repeating
     the last figures for a response without usage), which counts it."""
@@ -395,6 +402,8 @@ class AppServerTranslator:
             thread.output = thread.output or item.get("type") != "userMessage"
             if task is None and isinstance(item.get("id"), str):
                 self._request_of.setdefault(item["id"], self.main_responses + 1)
+                if item.get("type") == "agentMessage" and item.get("phase") != "commentary":
+                    self._answered = True
             return self._started(item, task)
         if method == "item/completed":
             return self._completed(as_dict(params.get("item")), task, thread)
@@ -424,6 +433,8 @@ class AppServerTranslator:
             thread.usage = thread.usage + usage
             if task is None:
                 self.main_responses += 1
+                answered, self._answered = self._answered, False
+                return [ModelResponse(usage, None, answered)]
             return [ModelResponse(usage, task)]
         if method == "error":
             error = as_dict(params.get("error"))
@@ -472,7 +483,8 @@ class AppServerTranslator:
             return []
         main.output = False
         self.main_responses += 1
-        return [ModelResponse(Usage(), None)]
+        answered, self._answered = self._answered, False
+        return [ModelResponse(Usage(), None, answered)]
 
     def request_of(self, call_id: str) -> int:
         """The number of the main thread's model request that made the call `call_id` (counted when Codex started its
