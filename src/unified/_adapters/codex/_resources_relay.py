@@ -10,7 +10,8 @@ answered here with an error, never reaching the server. Its tools, prompts and n
 - A stdio server (`python -I -S <this file> -- <command> <args>...`): the server is this process's child, its lines
   relayed as they are; the server's exit status is this process's.
 - A streamable HTTP server (`python -I -S <this file> --http`): the URL and the headers (a bearer token) come in
-  this process's environment, `URL_VARIABLE` and `HEADERS_VARIABLE` (JSON), never on its command line; each message
+  this process's environment, `URL_VARIABLE` and `HEADERS_VARIABLE` (JSON), never on its command line (and the
+  process makes itself undumpable at once, so only root reads that environment in /proc); each message
   of Codex's is POSTed to the URL (with the server's `Mcp-Session-Id` once it gave one) on a thread of its own, and
   the answer, JSON or an event stream, relayed back. The server's own stream (a GET) is not opened: a server that
   sends requests or notifications outside an answer has them dropped.
@@ -198,7 +199,20 @@ class _HttpServer:
         return f"error sending request for url ({parts.scheme}://{parts.hostname or ''}{port}{parts.path})"
 
 
+def _undumpable() -> None:
+    """Mark this process not dumpable (Linux `prctl(PR_SET_DUMPABLE, 0)`): its environment holds the server's
+    headers, and the model's commands run as the same user, who could otherwise read them in
+    `/proc/<pid>/environ`; then only root can. Where there is no such call, nothing is set."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+
+
 def _http() -> int:
+    _undumpable()  # first: before the server is reached (and before Codex lets the model run a command)
     url = os.environ.get(URL_VARIABLE)
     if not url:
         sys.stderr.write(f"_resources_relay.py --http: {URL_VARIABLE} names no server\n")
