@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +35,11 @@ from tests.e2e.conformance import mcp_echo_server
 from tests.e2e.environ_attack import check_no_key_out, environ_command, pieces
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness.fake_proxy import fake_proxy
+from unified._binary import process as process_module
+from unified._binary import proxy
+from unified._binary.proxy import Limits, ProxyForwarder
 from unified._execute import EventStream
-from unified.events import Result, UnifiedEvent
+from unified.events import Result, ToolUse, UnifiedEvent
 from unified.testing import REDACTED, FakeAnthropic, FunctionCall, ModelTurn
 from unified.testing._serving import RecordedRequest
 from unified.types import ExecuteParams, HttpMcpServer, McpServer, StdioMcpServer
@@ -154,6 +158,42 @@ async def test_the_model_reads_no_piece_of_the_host_proxy_password_and_the_cli_s
     assert seen.saw[RUN_KEY]
     shown = "\n".join(event.model_dump_json() for event in seen.events)
     assert pieces(PROXY_PASSWORD, shown) == []
+
+
+async def test_a_cancelled_run_leaves_no_forwarder_listening(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run is cancelled while the model's `sleep` runs: the forwarder went with the CLI's process, and its
+    port refuses."""
+    started: list[ProxyForwarder] = []
+
+    def recording(env: Mapping[str, str], limits: Limits | None = None) -> tuple[dict[str, str], ProxyForwarder | None]:
+        given, forwarder = proxy.forwarded_env(env, limits)
+        if forwarder is not None:
+            started.append(forwarder)
+        return given, forwarder
+
+    monkeypatch.setattr(process_module, "forwarded_env", recording)
+    async with fake_proxy(password=PROXY_PASSWORD) as upstream:
+        monkeypatch.setenv("HTTPS_PROXY", upstream.url)
+        monkeypatch.setenv("HTTP_PROXY", upstream.url)
+        async with FakeAnthropic(bash("sleep 60")) as server:
+            params = ExecuteParams(
+                prompt="wait",
+                backend="claude-code",
+                cwd=workspace,
+                approval_mode="yolo",
+                backend_options={"env": server.cli_env, "max_retries": 1},
+            )
+            with anyio.fail_after(HANG_GUARD_S), anyio.CancelScope() as scope:
+                async with EventStream(params) as stream:
+                    async for event in stream:
+                        if isinstance(event, ToolUse):
+                            scope.cancel()
+    assert scope.cancelled_caught
+    [forwarder] = started
+    assert upstream.asked, "the model call went through the host's proxy"
+    assert not forwarder.listening
+    with pytest.raises(OSError, match="All connection attempts failed"):
+        await anyio.connect_tcp("127.0.0.1", forwarder.port)
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is not None, reason="measures the CLI on a machine without bubblewrap")
