@@ -342,9 +342,9 @@ class AgentSubprocess(AgentProcess):
         self._drain_stderr()
         tail = self._tail.text(self._redact)
         if self._forwarder is not None and (problems := self._forwarder.problems):
-            seen = dict.fromkeys(f"unified: {p.message} ({p.code}): {p.hint}" for p in problems)
+            seen = dict.fromkeys(self._redact(f"unified: {p.message} ({p.code}): {p.hint}") for p in problems)
             tail = "\n".join([tail.rstrip("\n"), *seen]).lstrip("\n")
-        return self._redact(tail)
+        return tail
 
     async def wait(self, grace: float) -> int | None:
         if self._exit_code() is None:
