@@ -42,7 +42,7 @@ from anyio.abc import ByteStream
 
 from unified._urls import PROXY_VARIABLES
 
-__all__ = ["Limits", "ProxyForwarder", "ProxyProblem", "Upstream", "forwarded_env", "upstreams_of"]
+__all__ = ["STOP_GRACE_S", "Limits", "ProxyForwarder", "ProxyProblem", "Upstream", "forwarded_env", "upstreams_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +122,8 @@ def forwarded_env(env: Mapping[str, str], limits: Limits | None = None) -> tuple
     return {**env, **{name: urls[upstream] for name, upstream in found.items()}}, forwarder
 
 
+STOP_GRACE_S = 5.0
+"""How long `stop` waits for the forwarder's thread once its port is closed."""
 _NEWLINE = b"\r\n"
 _END_OF_HEAD = b"\r\n\r\n"
 _HOP_HEADERS = frozenset({"proxy-authorization", "proxy-connection", "connection", "keep-alive"})
@@ -148,6 +150,7 @@ class ProxyForwarder:
         """What went wrong with the upstream proxies so far (appended from the forwarder's thread)."""
         self._active = 0
         self._ready = threading.Event()
+        self._closed = threading.Event()
         self._failure: BaseException | None = None
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self._scope: anyio.CancelScope | None = None
@@ -163,39 +166,47 @@ class ProxyForwarder:
         return {route.upstream: f"http://{route.credential.decode()}@127.0.0.1:{self.port}" for route in self._routes}
 
     def stop(self) -> None:
-        """Stop listening and close every connection (idempotent; any thread, any loop, or none)."""
+        """Stop listening and close every connection (idempotent; any thread, any loop, or none). Returns once the
+        port is closed; the thread is waited for `STOP_GRACE_S` at most (its loop may still be waiting for a name
+        lookup of a worker thread, which nothing can cancel; the thread is a daemon)."""
         thread, self._thread = self._thread, None
         if thread is None:
             return
         scope, token = self._scope, self._token
-        if scope is not None and token is not None and thread.is_alive():
+        if scope is not None and token is not None and not self._closed.is_set():
             with contextlib.suppress(RuntimeError):  # its loop has already ended
                 anyio.from_thread.run_sync(scope.cancel, token=token)
-        thread.join()
+        self._closed.wait()
+        thread.join(STOP_GRACE_S)
 
     @property
     def listening(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        """Whether its port is open."""
+        return self._ready.is_set() and not self._closed.is_set()
 
     def _run(self) -> None:
         try:
             anyio.run(self._serve)
-        except BaseException as exc:
+        except BaseException as exc:  # reported to `start`, which raises it in the caller's thread
             self._failure = exc
         finally:
             self._ready.set()
+            self._closed.set()
 
     async def _serve(self) -> None:
         [listener] = (await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)).listeners
         assert isinstance(listener, anyio.abc.SocketListener)  # one address: one socket, which `accept`s
-        async with listener, anyio.create_task_group() as group:
-            self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
-            self._scope = group.cancel_scope
-            self._token = anyio.lowlevel.current_token()
-            self._ready.set()
-            while True:
-                client = await listener.accept()
-                group.start_soon(self._connection, client)
+        try:
+            async with listener, anyio.create_task_group() as group:
+                self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+                self._scope = group.cancel_scope
+                self._token = anyio.lowlevel.current_token()
+                self._ready.set()
+                while True:
+                    client = await listener.accept()
+                    group.start_soon(self._connection, client)
+        finally:
+            self._closed.set()  # the listener and every connection are closed
 
     async def _connection(self, client: ByteStream) -> None:
         async with client:
@@ -205,8 +216,8 @@ class ProxyForwarder:
             self._active += 1
             try:
                 await self._handle(client)
-            except Exception:
-                pass
+            except Exception:  # one connection's failure (a reset, a malformed answer) must not end the others
+                return
             finally:
                 self._active -= 1
 
@@ -232,10 +243,8 @@ class ProxyForwarder:
         out = [f"{method} {target} {version}".encode()]
         out += [f"{name}: {value}".encode() for name, value in headers if name.lower() not in _HOP_HEADERS]
         out.append(f"Proxy-Authorization: {upstream.authorization}".encode())
-        if method.upper() != "CONNECT":
-            out.append(
-                b"Connection: close"
-            )  # one request per connection: the end of the answer is the upstream's close
+        if method.upper() != "CONNECT":  # one request per connection: the answer ends where the upstream closes
+            out.append(b"Connection: close")
         server = await self._connect(upstream)
         if server is None:
             await _answer(client, 502, f"the upstream proxy {upstream.where} cannot be reached")
