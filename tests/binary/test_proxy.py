@@ -267,3 +267,22 @@ def test_an_https_upstream_is_forwarded_and_a_url_without_scheme_is_read_as_http
     )
     assert found["HTTP_PROXY"].authorization == "Basic " + base64.b64encode(b"u:p@ss").decode()
     assert PASSWORD not in repr(found["HTTPS_PROXY"])
+
+
+async def test_two_upstreams_get_two_credentials_each_routed_to_its_own_proxy() -> None:
+    async with fake_proxy(password=PASSWORD) as first, fake_proxy(password=PASSWORD + "-2") as second:
+        env, forwarder = forwarded_env({"HTTP_PROXY": first.url, "HTTPS_PROXY": second.url})
+        assert forwarder is not None
+        try:
+            assert env["HTTP_PROXY"] != env["HTTPS_PROXY"]
+            for name in ("HTTP_PROXY", "HTTPS_PROXY"):
+                auth = f"Proxy-Authorization: {basic(env[name])}"
+                await ask(env[name], f"GET http://example.com/{name} HTTP/1.1\r\n{auth}\r\n\r\n".encode())
+        finally:
+            await anyio.to_thread.run_sync(forwarder.stop)
+    assert [(a.target, a.authorization) for a in first.asked] == [
+        ("http://example.com/HTTP_PROXY", first.authorization)
+    ]
+    assert [(a.target, a.authorization) for a in second.asked] == [
+        ("http://example.com/HTTPS_PROXY", second.authorization)
+    ]
