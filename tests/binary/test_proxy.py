@@ -180,17 +180,18 @@ async def test_an_upstream_refusing_the_hosts_credentials_gives_407_and_a_proble
             url, f"CONNECT example.com:443 HTTP/1.1\r\nProxy-Authorization: {basic(url)}\r\n\r\n".encode()
         )
         assert answer.startswith(b"HTTP/1.1 407 "), answer
-        assert b"refused the host's credentials" in answer
+        assert b"refused the credentials of the host's proxy variable (407): check the user and password" in answer
         [problem] = forwarder.problems
         assert problem.code == "proxy_auth_refused"
         assert f"127.0.0.1:{upstream.port}" in problem.message
         assert "wrong-pass" not in f"{problem.message} {problem.hint}"
         assert b"wrong-pass" not in answer
-        # a plain request's 407 is passed on as the upstream gave it, and noted as well
+        # a plain request's 407 too
         plain = await ask(
             url, f"GET http://example.com/ HTTP/1.1\r\nProxy-Authorization: {basic(url)}\r\n\r\n".encode()
         )
         assert plain.startswith(b"HTTP/1.1 407 "), plain
+        assert b"check the user and password in HTTPS_PROXY" in plain
         assert [p.code for p in forwarder.problems] == ["proxy_auth_refused"] * 2
 
 

@@ -247,7 +247,7 @@ class ProxyForwarder:
             out.append(b"Connection: close")
         server = await self._connect(upstream)
         if server is None:
-            await _answer(client, 502, f"the upstream proxy {upstream.where} cannot be reached")
+            await _answer(client, 502, self._noted(_unreachable(upstream, "cannot be reached")))
             return
         async with server:
             await server.send(_NEWLINE.join(out) + _END_OF_HEAD + rest)
@@ -256,16 +256,13 @@ class ProxyForwarder:
                 with anyio.move_on_after(self.limits.connect_timeout_s):
                     answer, early = await _read_head(server, self.limits.head_bytes)
                     if _status(answer) == 407:
-                        self._refused(upstream)
-                        await _answer(
-                            client, 407, f"the upstream proxy {upstream.where} refused the host's credentials"
-                        )
+                        await _answer(client, 407, self._noted(_refused(upstream)))
                         return
                     await client.send(answer + _END_OF_HEAD + early)
                     if _status(answer) != 200:
                         return
                 if not answer:
-                    await _answer(client, 502, f"the upstream proxy {upstream.where} did not answer the CONNECT")
+                    await _answer(client, 502, self._noted(_unreachable(upstream, "did not answer a CONNECT")))
                     return
             await self._relay(client, server, upstream)
 
@@ -297,28 +294,16 @@ class ProxyForwarder:
                     stream = await anyio.connect_tcp(upstream.host, upstream.port)
             except (OSError, anyio.BrokenResourceError, ssl.SSLError):
                 stream = None
-        if stream is None:
-            self.problems.append(
-                ProxyProblem(
-                    "proxy_unreachable",
-                    f"the proxy {upstream.where} of the host's proxy variables cannot be reached",
-                    "check that the proxy runs and that the host and port in HTTPS_PROXY/HTTP_PROXY/ALL_PROXY are",
-                )
-            )
         return stream
 
-    def _refused(self, upstream: Upstream) -> None:
-        self.problems.append(
-            ProxyProblem(
-                "proxy_auth_refused",
-                f"the proxy {upstream.where} refused the credentials of the host's proxy variable (407)",
-                "check the user and password in HTTPS_PROXY/HTTP_PROXY/ALL_PROXY (percent-encode reserved characters)",
-            )
-        )
+    def _noted(self, problem: ProxyProblem) -> str:
+        """Keep `problem` (for the process's stderr tail); what the client's answer says."""
+        self.problems.append(problem)
+        return f"{problem.message}: {problem.hint}"
 
     async def _relay(self, client: ByteStream, server: ByteStream, upstream: Upstream) -> None:
         """Pass bytes both ways until either side closes or neither sends for `idle_timeout_s`. A plain request's
-        answer is checked for a 407 first (the host's credentials refused)."""
+        answer of 407 (the host's credentials refused) is replaced by the forwarder's own."""
         last = [time.monotonic()]
 
         async def pump(source: ByteStream, sink: ByteStream, first: bool) -> None:
@@ -326,8 +311,9 @@ class ProxyForwarder:
                 while True:
                     chunk = await source.receive()
                     last[0] = time.monotonic()
-                    if first and _status(chunk) == 407:
-                        self._refused(upstream)
+                    if first and _status(chunk) == 407:  # ours in its place, saying what to check
+                        await _answer(sink, 407, self._noted(_refused(upstream)))
+                        break
                     first = False
                     await sink.send(chunk)
             except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -343,6 +329,22 @@ class ProxyForwarder:
                 if time.monotonic() - last[0] >= idle:
                     group.cancel_scope.cancel()
                     return
+
+
+def _unreachable(upstream: Upstream, what: str) -> ProxyProblem:
+    return ProxyProblem(
+        "proxy_unreachable",
+        f"the proxy {upstream.where} of the host's proxy variables {what}",
+        "check that it runs and that the host and port in HTTPS_PROXY/HTTP_PROXY/ALL_PROXY are right",
+    )
+
+
+def _refused(upstream: Upstream) -> ProxyProblem:
+    return ProxyProblem(
+        "proxy_auth_refused",
+        f"the proxy {upstream.where} refused the credentials of the host's proxy variable (407)",
+        "check the user and password in HTTPS_PROXY/HTTP_PROXY/ALL_PROXY (percent-encode reserved characters)",
+    )
 
 
 async def _read_head(stream: ByteStream, limit: int) -> tuple[bytes, bytes]:

@@ -160,6 +160,30 @@ async def test_the_model_reads_no_piece_of_the_host_proxy_password_and_the_cli_s
     assert pieces(PROXY_PASSWORD, shown) == []
 
 
+async def test_a_host_proxy_refusing_the_host_credentials_ends_the_run_saying_what_to_check(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host's proxy answers 407 to the credentials of its variable: the CLI gets the forwarder's 407, whose text
+    its error quotes (which proxy, what to check); the wrong password shows nowhere in the events."""
+    wrong = "Wr0ng-Pa55w0rd-Hx5Kq9Lz2Vt7"
+    async with fake_proxy(password=PROXY_PASSWORD) as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url.replace(PROXY_PASSWORD, wrong))
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.replace(PROXY_PASSWORD, wrong))
+        seen = await claude_run(workspace, [ModelTurn(text="never")], {"ANTHROPIC_API_KEY": RUN_KEY}, "hi")
+    result = seen.events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "error"
+    assert seen.bodies == []  # nothing reached the model
+    assert f"the proxy http://127.0.0.1:{proxy.port} refused the credentials of the host's proxy variable (407)" in (
+        result.error or ""
+    ), result.error
+    assert "check the user and password in HTTPS_PROXY" in (result.error or "")
+    shown = "\n".join(event.model_dump_json() for event in seen.events)
+    assert pieces(wrong, shown) == []
+    assert proxy.asked
+    assert not any(asked.allowed for asked in proxy.asked)
+
+
 async def test_a_cancelled_run_leaves_no_forwarder_listening(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The run is cancelled while the model's `sleep` runs: the forwarder went with the CLI's process, and its
     port refuses."""
