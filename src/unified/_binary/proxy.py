@@ -17,8 +17,9 @@ not http(s) (`socks5://`), stays as it was; `NO_PROXY` too.
 - Bounded: `Limits` (connections at once, a request head's size, how long a head may take, how long a
   connection may go without a byte either way).
 - Failures: an upstream that cannot be reached, or that answers 407 to the host's credentials, gives the child
-  a 502 or 407 saying so, and is kept as a `ProxyProblem` (host and port only, never a credential) that the
-  process adds to its stderr tail, which every backend's error carries (`details.stderr_tail`).
+  the forwarder's own 502 or 407 whose text names the proxy (host and port only, never a credential) and what to
+  check (a CLI's error quotes it), and is kept as a `ProxyProblem` (each once) that the process adds to its
+  stderr tail (`details.stderr_tail` of the errors that carry it).
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ class ProxyForwarder:
         ]
         self.port = 0
         self.problems: list[ProxyProblem] = []
-        """What went wrong with the upstream proxies so far (appended from the forwarder's thread)."""
+        """What went wrong with the upstream proxies so far, each once (appended from the forwarder's thread)."""
         self._active = 0
         self._ready = threading.Event()
         self._closed = threading.Event()
@@ -298,7 +299,8 @@ class ProxyForwarder:
 
     def _noted(self, problem: ProxyProblem) -> str:
         """Keep `problem` (for the process's stderr tail); what the client's answer says."""
-        self.problems.append(problem)
+        if problem not in self.problems:  # a CLI retrying the same request adds nothing: the list stays short
+            self.problems.append(problem)
         return f"{problem.message}: {problem.hint}"
 
     async def _relay(self, client: ByteStream, server: ByteStream, upstream: Upstream) -> None:
