@@ -17,7 +17,14 @@ from urllib.parse import unquote, urlsplit
 
 import anyio
 
-__all__ = ["RESOLVE_TIMEOUT_S", "base_url_refusal", "local_target", "resolves_locally", "url_problem"]
+__all__ = [
+    "PROXY_VARIABLES",
+    "RESOLVE_TIMEOUT_S",
+    "base_url_refusal",
+    "local_target",
+    "resolves_locally",
+    "url_problem",
+]
 
 _IPV4_LIKE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
 """A host the HTTP client (httpx) takes for an IPv4 address, and refuses unless it is one (`999.1.1.1`)."""
@@ -168,7 +175,8 @@ def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | No
 RESOLVE_TIMEOUT_S = 3.0
 """How long a host name's lookup may take before the fetch is asked (`resolves_locally`)."""
 
-_PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+"""The variables naming a proxy, in either case, as HTTP clients read them."""
 
 
 async def _addresses(host: str, port: int) -> list[str]:
@@ -202,7 +210,7 @@ async def resolves_locally(url: str) -> str | None:
         address = _ip_address(answer.split("%", 1)[0])
         if address is None or not address.is_global:
             return f"its host {host} resolves to {answer}, a loopback, private or link-local address"
-    if not answers and not any(os.environ.get(name) for name in _PROXY_VARIABLES):
+    if not answers and not any(os.environ.get(name) for name in PROXY_VARIABLES):
         return (
             f"its host {host} could not be resolved here within {RESOLVE_TIMEOUT_S:g} s, so where it leads is unknown"
         )

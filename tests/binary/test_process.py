@@ -13,6 +13,7 @@ import textwrap
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.lowlevel
@@ -21,6 +22,7 @@ import pytest
 import unified._binary.process as process_module
 import unified._binary.proctable as proctable
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.closed_port import closed_port
 from unified._binary.install import BinarySpec, probe_version
 from unified._binary.process import PIPED_ENV_MAX_BYTES, STDERR_TAIL_BYTES, AgentSubprocess, PipedEnv
 from unified.backends import MalformedLine
@@ -502,3 +504,57 @@ async def test_write_gives_stdin_its_bytes_as_they_are(tmp_path: Path) -> None:
     finally:
         await proc.close()
     assert out.read_bytes() == b"no newline\0after"
+
+
+PROXY_CHILD = """
+import os, socket, sys
+from urllib.parse import urlsplit
+url = urlsplit(os.environ["HTTPS_PROXY"])
+print(os.environ["HTTPS_PROXY"], flush=True)
+with socket.create_connection(("127.0.0.1", url.port)) as s:
+    import base64
+    token = base64.b64encode(f"{url.username}:{url.password}".encode()).decode()
+    s.sendall(f"CONNECT example.com:443 HTTP/1.1\\r\\nProxy-Authorization: Basic {token}\\r\\n\\r\\n".encode())
+    print(s.recv(4096).split(b"\\r\\n")[0].decode(), flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.parametrize("end", ["close", "kill"])
+async def test_a_proxy_password_reaches_the_child_as_a_forwarder_that_goes_with_the_process(
+    tmp_path: Path, end: str
+) -> None:
+    """The child gets a forwarder's URL, not the host's password; an upstream that cannot be reached gives it a
+    502 and the stderr tail a line saying what to check (no password); once the process is ended, closed or
+    killed, nothing listens on the forwarder's port."""
+    password = "Pr0xy-Pa55w0rd-Zq8Lm3Xv7Tn1Wk4"
+    with closed_port() as port:
+        env = {**os.environ, "HTTPS_PROXY": f"http://user:{password}@127.0.0.1:{port}", "NO_PROXY": "example.org"}
+        process = python(PROXY_CHILD, tmp_path, env=env)
+        with anyio.fail_after(HANG_GUARD_S):
+            given = await process.receive()
+            status = await process.receive()
+        assert given is not None
+        assert password not in given
+        forwarder = urlsplit(given)
+        assert (forwarder.hostname, forwarder.username) == ("127.0.0.1", "unified0")
+        assert status == "HTTP/1.1 502 Bad Gateway"
+        tail = process.stderr_tail()
+        assert f"the proxy http://127.0.0.1:{port} of the host's proxy variables cannot be reached" in tail
+        assert "(proxy_unreachable)" in tail
+        assert password not in tail
+        if end == "close":
+            await process.close()
+        else:
+            process.kill()
+    with pytest.raises(OSError, match="All connection attempts failed"):
+        await anyio.connect_tcp("127.0.0.1", forwarder.port or 0)
+
+
+async def test_a_child_without_proxy_credentials_gets_its_variables_unchanged(tmp_path: Path) -> None:
+    env = {**os.environ, "HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": "example.org"}
+    code = "import os; print(os.environ['HTTPS_PROXY'], os.environ['NO_PROXY'], flush=True)"
+    process = python(code, tmp_path, env=env)
+    with anyio.fail_after(HANG_GUARD_S):
+        assert await process.receive() == "http://proxy.example:3128 example.org"
+    await process.close()

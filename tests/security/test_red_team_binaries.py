@@ -340,6 +340,7 @@ def _stderr_tail_of(stderr: bytes, limit: int) -> str:
     process._tail.add(stderr)
     process._redact = redactor()  # the child's environment is the process environment here
     process._stderr_open = False  # all of it read already
+    process._forwarder = None  # no proxy forwarder: the child was given no proxy password
     return process.stderr_tail()
 
 

@@ -10,6 +10,7 @@ translation:
   handed to it by content;
 - `process`: the real `AgentProcess`: own process group, non-blocking pipes usable from any event
   loop, the whole group ended on close, a bounded and redacted stderr tail;
+- `proxy`: a local forwarder standing in for a proxy URL with a password, which the child never gets;
 - `framing`: JSON Lines with a line cap (a bad line is a typed error, never a crash);
 - `jsonrpc`: a JSON-RPC 2.0 connection over an `AgentProcess`, shared by the sessions it hosts;
 - `pool`: a keyed, bounded pool of warm processes with an idle TTL;

@@ -39,6 +39,8 @@ Decisions:
   preload of node, `_adapters/gemini_cli/_launch.py`) hands them over through a pipe the child inherits:
   written whole (one JSON line) and its write end closed before the child starts, so the child's read
   never waits on us; our read end is closed once the child has its copy. POSIX only (`pass_fds`).
+- A proxy variable carrying a password is not given to the child: it gets a local forwarder's URL with a
+  credential of its own instead (`proxy.forwarded_env`), stopped with the process (`_finish`).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ import anyio
 from unified._binary.framing import MAX_LINE_BYTES, LineFramer
 from unified._binary.loops import PerLoopLock
 from unified._binary.proctable import Process, descendants, is_still, still_running, stopped
+from unified._binary.proxy import forwarded_env
 from unified._binary.strays import MARKER, end_all, find_marked, find_marked_now
 from unified._pgroup import ProcessGroup, pidfd, signal_verified
 from unified._redaction import REDACTED, SPLIT_HOLD_MIN, Redactor, redactor
@@ -207,6 +210,7 @@ class AgentSubprocess(AgentProcess):
         if MARKER not in child_env:
             self._marker = child_env[MARKER] = secrets.token_hex(8)
         read_fd: int | None = None
+        child_env, self._forwarder = forwarded_env(child_env)
         try:
             if piped is not None:
                 read_fd = _piped_env_fd(piped)
@@ -234,6 +238,8 @@ class AgentSubprocess(AgentProcess):
         finally:
             if read_fd is not None:
                 os.close(read_fd)  # the child has its own copy: what it does not read goes with it
+            if self._forwarder is not None and not hasattr(self, "popen"):
+                self._forwarder.stop()  # no process: nothing to forward for
         popen = self.popen
         self._group = ProcessGroup(popen.pid, lambda: popen.returncode is not None)
         """Its process group: taken now, while nothing can have reaped the leader."""
@@ -331,8 +337,14 @@ class AgentSubprocess(AgentProcess):
                 self._eof = True
 
     def stderr_tail(self) -> str:
+        """The child's stderr (redacted), then what its proxy forwarder met (an upstream unreachable or refusing the
+        host's credentials: the CLI itself says only that its request failed)."""
         self._drain_stderr()
-        return self._tail.text(self._redact)
+        tail = self._tail.text(self._redact)
+        if self._forwarder is not None and (problems := self._forwarder.problems):
+            seen = dict.fromkeys(self._redact(f"unified: {p.message} ({p.code}): {p.hint}") for p in problems)
+            tail = "\n".join([tail.rstrip("\n"), *seen]).lstrip("\n")
+        return tail
 
     async def wait(self, grace: float) -> int | None:
         if self._exit_code() is None:
@@ -433,6 +445,8 @@ class AgentSubprocess(AgentProcess):
             signal_verified(process[0], signal.SIGKILL, is_still(process), group=True)
         self._drain_stderr()
         self._closed = True
+        if self._forwarder is not None:
+            self._forwarder.stop()  # the process is gone: nothing may listen for it any more
         watch, self._watch = self._watch, None
         if watch is not None:
             watch.drop(close=True)  # closes `_either` once its loop has let go of it

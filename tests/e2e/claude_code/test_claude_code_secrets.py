@@ -12,6 +12,9 @@ own, and what of it reaches the model and the events.
 - The Gemini and OpenAI keys of unified's environment never reach Claude Code's process; the run's key
   is replaced in every event too.
 - The key file the helper reads is gone once the run's process has ended.
+- A host proxy URL with a password (HTTPS_PROXY, HTTP_PROXY) reaches the CLI as a local forwarder's URL with a
+  credential of its own (`unified._binary.proxy`): the model reads no piece of the password, while the CLI's
+  requests went through the host's proxy with the host's credentials.
 
 One setup (`claude_run`) serves every attack: the merge of the former test_claude_code_env_scrub.py
 and test_claude_code_secrets.py, whose runs were the same but for the command and the environment."""
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,8 +34,12 @@ from tests.e2e.claude_code.claude_code_helpers import claude_home
 from tests.e2e.conformance import mcp_echo_server
 from tests.e2e.environ_attack import check_no_key_out, environ_command, pieces
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.fake_proxy import fake_proxy
+from unified._binary import process as process_module
+from unified._binary import proxy
+from unified._binary.proxy import Limits, ProxyForwarder
 from unified._execute import EventStream
-from unified.events import Result, UnifiedEvent
+from unified.events import Result, ToolUse, UnifiedEvent
 from unified.testing import REDACTED, FakeAnthropic, FunctionCall, ModelTurn
 from unified.testing._serving import RecordedRequest
 from unified.types import ExecuteParams, HttpMcpServer, McpServer, StdioMcpServer
@@ -124,6 +132,92 @@ async def test_a_bash_command_reading_the_environ_of_claude_code_and_of_unified_
     seen = await claude_run(workspace, bash(environ_command()), {"ANTHROPIC_API_KEY": RUN_KEY})
     keys = (RUN_KEY, GEMINI_KEY, OPENAI_KEY)
     check_no_key_out(seen.events, keys, keys, "\n".join(seen.bodies))
+
+
+PROXY_PASSWORD = "Pr0xy-Pa55w0rd-Zq8Lm3Xv7Tn1Wk4"
+
+
+async def test_the_model_reads_no_piece_of_the_host_proxy_password_and_the_cli_still_goes_through_the_proxy(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host's proxy variables carry a password (no NO_PROXY: FakeAnthropic on 127.0.0.1 is reached through
+    the proxy). Before the forwarder the CLI got them whole, and `env` and `/proc/$PPID/environ` printed them."""
+    async with fake_proxy(password=PROXY_PASSWORD) as proxy:
+        for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+            monkeypatch.setenv(name, proxy.url)
+        seen = await claude_run(workspace, bash(ENV_COMMAND), {"ANTHROPIC_API_KEY": RUN_KEY})
+    assert len(seen.bodies) >= 2, seen.events
+    sent = seen.bodies[1]  # the request carrying the Bash result
+    assert "--- parent" in sent, sent
+    assert "--- end" in sent, sent
+    assert pieces(PROXY_PASSWORD, sent) == []
+    assert "HTTPS_PROXY=http://unified0:" in sent  # the forwarder's URL, in the command's env and the CLI's
+    messages = [asked for asked in proxy.asked if "/v1/messages" in asked.target]
+    assert len(messages) >= 2, proxy.asked  # both model calls went through the host's proxy
+    assert all(asked.allowed and asked.authorization == proxy.authorization for asked in proxy.asked), proxy.asked
+    assert seen.saw[RUN_KEY]
+    shown = "\n".join(event.model_dump_json() for event in seen.events)
+    assert pieces(PROXY_PASSWORD, shown) == []
+
+
+async def test_a_host_proxy_refusing_the_host_credentials_ends_the_run_saying_what_to_check(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host's proxy answers 407 to the credentials of its variable: the CLI gets the forwarder's 407, whose text
+    its error quotes (which proxy, what to check); the wrong password shows nowhere in the events."""
+    wrong = "Wr0ng-Pa55w0rd-Hx5Kq9Lz2Vt7"
+    async with fake_proxy(password=PROXY_PASSWORD) as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url.replace(PROXY_PASSWORD, wrong))
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.replace(PROXY_PASSWORD, wrong))
+        seen = await claude_run(workspace, [ModelTurn(text="never")], {"ANTHROPIC_API_KEY": RUN_KEY}, "hi")
+    result = seen.events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "error"
+    assert seen.bodies == []  # nothing reached the model
+    assert f"the proxy http://127.0.0.1:{proxy.port} refused the credentials of the host's proxy variable (407)" in (
+        result.error or ""
+    ), result.error
+    assert "check the user and password in HTTPS_PROXY" in (result.error or "")
+    shown = "\n".join(event.model_dump_json() for event in seen.events)
+    assert pieces(wrong, shown) == []
+    assert proxy.asked
+    assert not any(asked.allowed for asked in proxy.asked)
+
+
+async def test_a_cancelled_run_leaves_no_forwarder_listening(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run is cancelled while the model's `sleep` runs: the forwarder went with the CLI's process, and its
+    port refuses."""
+    started: list[ProxyForwarder] = []
+
+    def recording(env: Mapping[str, str], limits: Limits | None = None) -> tuple[dict[str, str], ProxyForwarder | None]:
+        given, forwarder = proxy.forwarded_env(env, limits)
+        if forwarder is not None:
+            started.append(forwarder)
+        return given, forwarder
+
+    monkeypatch.setattr(process_module, "forwarded_env", recording)
+    async with fake_proxy(password=PROXY_PASSWORD) as upstream:
+        monkeypatch.setenv("HTTPS_PROXY", upstream.url)
+        monkeypatch.setenv("HTTP_PROXY", upstream.url)
+        async with FakeAnthropic(bash("sleep 60")) as server:
+            params = ExecuteParams(
+                prompt="wait",
+                backend="claude-code",
+                cwd=workspace,
+                approval_mode="yolo",
+                backend_options={"env": server.cli_env, "max_retries": 1},
+            )
+            with anyio.fail_after(HANG_GUARD_S), anyio.CancelScope() as scope:
+                async with EventStream(params) as stream:
+                    async for event in stream:
+                        if isinstance(event, ToolUse):
+                            scope.cancel()
+    assert scope.cancelled_caught
+    [forwarder] = started
+    assert upstream.asked, "the model call went through the host's proxy"
+    assert not forwarder.listening
+    with pytest.raises(OSError, match="All connection attempts failed"):
+        await anyio.connect_tcp("127.0.0.1", forwarder.port)
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is not None, reason="measures the CLI on a machine without bubblewrap")

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -17,6 +18,7 @@ import pytest
 from tests.e2e.codex.conftest import codex_params, run_codex
 from tests.e2e.conformance import mcp_echo_server
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.fake_proxy import fake_proxy
 from unified._adapters.codex._launch import native_binary, start_codex
 from unified._adapters.codex._pool import CodexPool, default_pool
 from unified._adapters.codex._rollouts import Rollouts
@@ -372,3 +374,39 @@ async def test_a_warm_process_serves_runs_of_other_mcp_servers_and_ends_each_run
                 assert mcp_echo_server.heard[heard:] == ["warm-mcp-hello"], "no server of the first run's in the second"
     finally:
         await pool.aclose()
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_warm_process_keeps_its_proxy_forwarder_for_its_runs_and_the_pool_s_close_ends_it(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy password in the host's environment: the warm process's forwarder serves both runs (one process, one
+    forwarder, every model call through the host's proxy with its credentials); once the pool is closed its port
+    refuses."""
+    pool = CodexPool(size=1)
+    recording = Recording()
+    options = {"pool": pool, "start_process": recording}
+    async with fake_proxy() as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        try:
+            async with FakeOpenAI([ModelTurn(text="one"), ModelTurn(text="two")]) as server:
+                first = await run_codex(server, workspace, "first", options=options)
+                asked = len(proxy.asked)
+                second = await run_codex(server, workspace, "second", options=options)
+            assert [text(first), text(second)] == ["one", "two"]
+            [process] = recording.made
+            given = urlsplit(_environ_of(process)["HTTPS_PROXY"])
+            assert (given.hostname, given.username) == ("127.0.0.1", "unified0")
+            assert 0 < asked < len(proxy.asked)  # the second run's calls went through the proxy too
+            assert all(a.allowed and a.authorization == proxy.authorization for a in proxy.asked)
+        finally:
+            await pool.aclose()
+    with pytest.raises(OSError, match="All connection attempts failed"):
+        await anyio.connect_tcp("127.0.0.1", given.port or 0)
+
+
+def _environ_of(process: AgentSubprocess) -> dict[str, str]:
+    """The variables a process was started with, as the kernel keeps them (`/proc/<pid>/environ`)."""
+    raw = Path(f"/proc/{process.pid}/environ").read_bytes()
+    return dict(item.decode().partition("=")[::2] for item in raw.split(b"\0") if item)

@@ -10,6 +10,9 @@ the run's key reaches the model and the events.
   Anthropic keys of unified's environment never reach Codex's process, nor does the run's own key (it
   goes by `account/login/start`: docs/backends/codex.md), which is replaced in every event too.
 - A provider error quoting the key: no piece of it in the events.
+- A host proxy URL with a password (HTTPS_PROXY, HTTP_PROXY) reaches Codex as a local forwarder's URL with a
+  credential of its own (`unified._binary.proxy`): the model reads no piece of the password, while Codex's
+  requests went through the host's proxy with the host's credentials.
 
 One setup (`codex_run`) serves every attack: the merge of the former test_codex_env_scrub.py and
 test_codex_secrets.py, whose runs were the same but for the command."""
@@ -26,6 +29,7 @@ import pytest
 from tests.e2e.conformance import mcp_echo_server
 from tests.e2e.environ_attack import check_no_key_out, environ_command, pieces
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.fake_proxy import fake_proxy
 from unified._execute import EventStream
 from unified.events import ErrorEvent, UnifiedEvent
 from unified.testing import CODEX_MODEL, FakeOpenAI, Fault, FunctionCall, ModelTurn
@@ -116,6 +120,31 @@ async def test_a_command_reading_the_environ_of_codex_and_of_unified_gets_no_key
     check_no_key_out(
         seen.events, (RUN_KEY, GEMINI_KEY, ANTHROPIC_KEY), (GEMINI_KEY, ANTHROPIC_KEY), "\n".join(seen.bodies)
     )
+
+
+PROXY_PASSWORD = "Pr0xy-Pa55w0rd-Zq8Lm3Xv7Tn1Wk4"
+PROXY_COMMAND = "env; echo '--- parent'; tr '\\0' '\\n' < /proc/$PPID/environ; echo '--- end'"
+
+
+async def test_the_model_reads_no_piece_of_the_host_proxy_password_and_codex_still_goes_through_the_proxy(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host's proxy variables carry a password (no NO_PROXY: FakeOpenAI on 127.0.0.1 is reached through the
+    proxy). Before the forwarder Codex got them whole, and `env` and `/proc/$PPID/environ` printed them."""
+    async with fake_proxy(password=PROXY_PASSWORD) as proxy:
+        for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+            monkeypatch.setenv(name, proxy.url)
+        seen = await codex_run(workspace, shell(PROXY_COMMAND))
+    sent = seen.after_the_command
+    assert seen.authenticated
+    assert "--- parent" in sent, sent
+    assert "--- end" in sent, sent
+    assert pieces(PROXY_PASSWORD, sent) == []
+    assert "HTTPS_PROXY=http://unified0:" in sent  # the forwarder's URL
+    assert len(proxy.asked) >= 2, proxy.asked  # the model calls went through the host's proxy
+    assert all(asked.allowed and asked.authorization == proxy.authorization for asked in proxy.asked), proxy.asked
+    shown = "\n".join(event.model_dump_json() for event in seen.events)
+    assert pieces(PROXY_PASSWORD, shown) == []
 
 
 @pytest.mark.parametrize("kind", ["unauthenticated", "permission_denied", "bad_request"])

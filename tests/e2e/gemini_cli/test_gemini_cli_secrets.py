@@ -12,6 +12,9 @@ what of it reaches the model and the events.
   through a pipe its node preload reads (`key_loader.cjs`), not its exec environment, so neither its
   environ nor its open files hold them, on ACP and on stream-json (docs/backends/gemini-cli.md, "Keys and
   the model's commands"); the key a `.env` of the workspace names does not replace the run's.
+- A host proxy URL with a password (HTTPS_PROXY, HTTP_PROXY) reaches the CLI as a local forwarder's URL with a
+  credential of its own (`unified._binary.proxy`): the model reads no piece of the password, while the CLI's
+  requests went through the host's proxy with the host's credentials.
 
 One setup (`gemini_run`) serves every attack: the merge of the former test_gemini_cli_env_scrub.py and
 test_gemini_cli_secrets.py (which ran the CLI on `--fake-responses`: now on FakeGemini too, so what the
@@ -31,6 +34,7 @@ import pytest
 
 from tests.e2e.environ_attack import check_no_key_out, environ_command, pieces
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.fake_proxy import fake_proxy
 from unified._execute import EventStream
 from unified.events import UnifiedEvent
 from unified.testing import FakeGemini, FunctionCall, ModelTurn
@@ -98,6 +102,35 @@ async def gemini_run(command: str, tmp_path: Path, workspace: Path, transport: s
         answer = bodies[1]["contents"][-1]  # the function response the model was sent
         assert "functionResponse" in str(answer), answer
         return Seen(events, str(answer), "\n".join(map(str, bodies)), server.saw_credential(GEMINI_KEY), server)
+
+
+PROXY_PASSWORD = "Pr0xy-Pa55w0rd-Zq8Lm3Xv7Tn1Wk4"
+PROXY_COMMAND = (
+    "{ env; echo '--- parent'; tr '\\0' '\\n' < /proc/$PPID/environ; } | grep -a -i -E 'proxy|---'; echo '--- end'"
+)
+"""Only the lines naming a proxy: the CLI cuts a long output."""
+
+
+async def test_the_model_reads_no_piece_of_the_host_proxy_password_and_the_cli_still_goes_through_the_proxy(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host's proxy variables carry a password (no NO_PROXY: FakeGemini on 127.0.0.1 is reached through the
+    proxy). Before the forwarder the CLI got them whole, and `env` and `/proc/$PPID/environ` printed them."""
+    async with fake_proxy(password=PROXY_PASSWORD) as proxy:
+        for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+            monkeypatch.setenv(name, proxy.url)
+        seen = await gemini_run(PROXY_COMMAND, tmp_path, workspace)
+    sent = seen.answer
+    assert seen.authenticated
+    assert "--- parent" in sent, sent
+    assert "--- end" in sent, sent
+    assert pieces(PROXY_PASSWORD, sent) == []
+    assert "HTTPS_PROXY=http://unified0:" in sent  # the forwarder's URL
+    # the model calls went through the host's proxy: the CLI (undici) opens one CONNECT tunnel and keeps it
+    assert [asked.method for asked in proxy.asked][:1] == ["CONNECT"], proxy.asked
+    assert all(asked.allowed and asked.authorization == proxy.authorization for asked in proxy.asked), proxy.asked
+    shown = "\n".join(event.model_dump_json() for event in seen.events)
+    assert pieces(PROXY_PASSWORD, shown) == []
 
 
 @pytest.fixture

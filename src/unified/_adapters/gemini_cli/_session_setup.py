@@ -28,6 +28,7 @@ from unified._binary.proctable import descendants, has_proc, read_proc
 from unified._files import read_regular
 from unified._internal.reach import display_url
 from unified._redaction import clip
+from unified._urls import PROXY_VARIABLES
 from unified.backends import RunContext
 from unified.errors import BackendError
 from unified.events import WarningEvent
@@ -59,7 +60,6 @@ until the run's idle timeout (180 s) said only "no event". The slack covers the 
 (about 1 s on a cold process)."""
 _MCP_LOG_MAX_CHARS = 4 << 20
 """Most of the CLI's debug log read for the opening's MCP failures (its lines of one opening are a few KB)."""
-_PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
 
 
 class OpeningStalled(BackendError):
@@ -383,7 +383,7 @@ class SessionSetup:
         says nothing of them over ACP either, and the model would just lack their tools. Each is looked at
         while the CLI opens the session (it connects to them then too), so a server that is up costs no wait.
         Not through a proxy: with one configured the CLI may reach what this process cannot, so no look."""
-        if any(self.launch.env.get(name) for name in _PROXY_VARIABLES):
+        if any(self.launch.env.get(name) for name in PROXY_VARIABLES):
             return
         servers = [s for s in self.params.mcp_servers if isinstance(s, HttpMcpServer | SseMcpServer)]
         found: dict[str, str] = {}

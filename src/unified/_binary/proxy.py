@@ -1,0 +1,405 @@
+"""A local forwarder that keeps a proxy's password out of an agent binary's environment.
+
+An agent CLI reaches its API through the host's proxy variables (`HTTPS_PROXY=http://user:PASSWORD@host:port`),
+which it reads from its own environment, and every command it runs for a model inherits that environment: the
+model reads the password with `env`, or in `/proc/$PPID/environ` whatever the CLI filters. Redaction hides it in
+unified's events, not in what a command prints back to the model. So when a proxy variable the child would get
+carries userinfo, the child gets instead the URL of a forwarder on 127.0.0.1 (a random port) with a fresh random
+user and password of its own (`ProxyForwarder.start`), worthless outside the process's life: another local user
+cannot ride the upstream credentials through the port. The forwarder checks that credential (407 otherwise) and
+passes CONNECT tunnels and plain absolute-URI requests on to the upstream proxy with the host's credentials in
+`Proxy-Authorization` (the child's own header is dropped). A variable without userinfo, or naming a proxy that is
+not http(s) (`socks5://`), stays as it was; `NO_PROXY` too.
+
+- One forwarder per process (`process.AgentSubprocess`), for as long as the process lives: a warm or spare
+  process serves runs of later event loops, so the forwarder runs its own loop in a daemon thread (as the
+  process belongs to no loop) and is stopped when the process is closed or killed; nothing listens after.
+- Bounded: `Limits` (connections at once, a request head's size, how long a head may take, how long a
+  connection may go without a byte either way).
+- Failures: an upstream that cannot be reached, or that answers 407 to the host's credentials, gives the child
+  the forwarder's own 502 or 407 whose text names the proxy (host and port only, never a credential) and what to
+  check (a CLI's error quotes it), and is kept as a `ProxyProblem` (each once) that the process adds to its
+  stderr tail (`details.stderr_tail` of the errors that carry it).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hmac
+import secrets
+import ssl
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+from anyio.abc import ByteStream
+
+from unified._urls import PROXY_VARIABLES
+
+__all__ = ["STOP_GRACE_S", "Limits", "ProxyForwarder", "ProxyProblem", "Upstream", "forwarded_env", "upstreams_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one forwarder takes at most."""
+
+    connections: int = 64
+    """Open connections at once; one more gets a 503 (a CLI opens a handful)."""
+    head_bytes: int = 16 * 1024
+    """A request head (request line and headers); a longer one gets a 431."""
+    head_timeout_s: float = 30.0
+    """How long a client may take to send its request head."""
+    idle_timeout_s: float = 600.0
+    """How long a connection may pass no byte either way before it is closed (a model's long silence while it
+    thinks stays well under it)."""
+    connect_timeout_s: float = 30.0
+    """How long the upstream proxy may take to accept the connection and answer a CONNECT."""
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """A proxy of the host's, with the credentials its URL carried."""
+
+    scheme: str
+    host: str
+    port: int
+    authorization: str = field(repr=False)
+    """`Basic <base64 of user:password>`, as sent in `Proxy-Authorization`."""
+
+    @property
+    def where(self) -> str:
+        """The proxy's address without its credentials (what a message may name)."""
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyProblem:
+    """What went wrong between the forwarder and an upstream proxy, in words that name no credential."""
+
+    code: str
+    """`proxy_unreachable` or `proxy_auth_refused`."""
+    message: str
+    hint: str
+
+
+def upstreams_of(env: Mapping[str, str]) -> dict[str, Upstream]:
+    """The proxy variables of `env` whose http(s) URL carries userinfo, by name. A value without a scheme is read
+    as http (as curl and Node's clients do); a URL that cannot be read is left alone."""
+    found: dict[str, Upstream] = {}
+    for name in PROXY_VARIABLES:
+        value = env.get(name, "").strip()
+        if not value:
+            continue
+        try:
+            parts = urlsplit(value if "://" in value else f"http://{value}")
+            port = parts.port
+        except ValueError:
+            continue
+        if parts.scheme not in ("http", "https") or not parts.hostname or "@" not in parts.netloc:
+            continue
+        user = unquote(parts.username or "")
+        password = unquote(parts.password or "")
+        token = base64.b64encode(f"{user}:{password}".encode()).decode()
+        default = 443 if parts.scheme == "https" else 80
+        found[name] = Upstream(parts.scheme, parts.hostname, port or default, f"Basic {token}")
+    return found
+
+
+def forwarded_env(env: Mapping[str, str], limits: Limits | None = None) -> tuple[dict[str, str], ProxyForwarder | None]:
+    """`env` with each proxy variable that carries credentials pointed at a forwarder started for it (see the
+    module docstring), and that forwarder; `env` as it is and None when no variable carries any."""
+    found = upstreams_of(env)
+    if not found:
+        return dict(env), None
+    forwarder = ProxyForwarder(list(dict.fromkeys(found.values())), limits or Limits())
+    urls = forwarder.start()
+    return {**env, **{name: urls[upstream] for name, upstream in found.items()}}, forwarder
+
+
+STOP_GRACE_S = 5.0
+"""How long `stop` waits for the forwarder's thread once its port is closed."""
+_NEWLINE = b"\r\n"
+_END_OF_HEAD = b"\r\n\r\n"
+_HOP_HEADERS = frozenset({"proxy-authorization", "proxy-connection", "connection", "keep-alive"})
+"""Headers of the client's hop to the forwarder, never passed on (the upstream's credentials replace the first)."""
+
+
+@dataclass(slots=True)
+class _Route:
+    credential: bytes
+    """`user:password` a client of this route authenticates with."""
+    upstream: Upstream
+
+
+class ProxyForwarder:
+    """See the module docstring: `start` it, give the child the URLs it returns, `stop` it when the process ends."""
+
+    def __init__(self, upstreams: list[Upstream], limits: Limits) -> None:
+        self.limits = limits
+        self._routes = [
+            _Route(f"unified{i}:{secrets.token_urlsafe(24)}".encode(), upstream) for i, upstream in enumerate(upstreams)
+        ]
+        self.port = 0
+        self.problems: list[ProxyProblem] = []
+        """What went wrong with the upstream proxies so far, each once (appended from the forwarder's thread)."""
+        self._active = 0
+        self._ready = threading.Event()
+        self._closed = threading.Event()
+        self._failure: BaseException | None = None
+        self._token: anyio.lowlevel.EventLoopToken | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> dict[Upstream, str]:
+        """Listen on 127.0.0.1 (a random port), in a thread of its own; the URL each upstream's clients are given."""
+        self._thread = threading.Thread(target=self._run, name="unified-proxy-forwarder", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._failure is not None:
+            raise self._failure
+        return {route.upstream: f"http://{route.credential.decode()}@127.0.0.1:{self.port}" for route in self._routes}
+
+    def stop(self) -> None:
+        """Stop listening and close every connection (idempotent; any thread, any loop, or none). Returns once the
+        port is closed; the thread is waited for `STOP_GRACE_S` at most (its loop may still be waiting for a name
+        lookup of a worker thread, which nothing can cancel; the thread is a daemon)."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        scope, token = self._scope, self._token
+        if scope is not None and token is not None and not self._closed.is_set():
+            with contextlib.suppress(RuntimeError):  # its loop has already ended
+                anyio.from_thread.run_sync(scope.cancel, token=token)
+        self._closed.wait()
+        thread.join(STOP_GRACE_S)
+
+    @property
+    def listening(self) -> bool:
+        """Whether its port is open."""
+        return self._ready.is_set() and not self._closed.is_set()
+
+    def _run(self) -> None:
+        try:
+            anyio.run(self._serve)
+        except BaseException as exc:  # reported to `start`, which raises it in the caller's thread
+            self._failure = exc
+        finally:
+            self._ready.set()
+            self._closed.set()
+
+    async def _serve(self) -> None:
+        [listener] = (await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)).listeners
+        assert isinstance(listener, anyio.abc.SocketListener)  # one address: one socket, which `accept`s
+        try:
+            async with listener, anyio.create_task_group() as group:
+                self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+                self._scope = group.cancel_scope
+                self._token = anyio.lowlevel.current_token()
+                self._ready.set()
+                while True:
+                    client = await listener.accept()
+                    group.start_soon(self._connection, client)
+        finally:
+            self._closed.set()  # the listener and every connection are closed
+
+    async def _connection(self, client: ByteStream) -> None:
+        async with client:
+            if self._active >= self.limits.connections:
+                await _answer(client, 503, "the forwarder has as many connections as it takes; retry")
+                return
+            self._active += 1
+            try:
+                await self._handle(client)
+            except Exception:  # one connection's failure (a reset, a malformed answer) must not end the others
+                return
+            finally:
+                self._active -= 1
+
+    async def _handle(self, client: ByteStream) -> None:
+        head, rest = b"", b""
+        with anyio.move_on_after(self.limits.head_timeout_s):
+            head, rest = await _read_head(client, self.limits.head_bytes)
+        if not head:
+            return  # closed, or too slow
+        if len(head) > self.limits.head_bytes:
+            await _answer(client, 431, "the request head is larger than the forwarder takes")
+            return
+        try:
+            method, target, version, headers = _parse(head)
+        except ValueError:
+            await _answer(client, 400, "the request is not HTTP")
+            return
+        route = self._route(headers)
+        if route is None:
+            await _answer(client, 407, "the forwarder's credentials are missing or wrong", authenticate=True)
+            return
+        upstream = route.upstream
+        out = [f"{method} {target} {version}".encode()]
+        out += [f"{name}: {value}".encode() for name, value in headers if name.lower() not in _HOP_HEADERS]
+        out.append(f"Proxy-Authorization: {upstream.authorization}".encode())
+        if method.upper() != "CONNECT":  # one request per connection: the answer ends where the upstream closes
+            out.append(b"Connection: close")
+        server = await self._connect(upstream)
+        if server is None:
+            await _answer(client, 502, self._noted(_unreachable(upstream, "cannot be reached")))
+            return
+        async with server:
+            await server.send(_NEWLINE.join(out) + _END_OF_HEAD + rest)
+            if method.upper() == "CONNECT":
+                answer = b""
+                with anyio.move_on_after(self.limits.connect_timeout_s):
+                    answer, early = await _read_head(server, self.limits.head_bytes)
+                    if _status(answer) == 407:
+                        await _answer(client, 407, self._noted(_refused(upstream)))
+                        return
+                    await client.send(answer + _END_OF_HEAD + early)
+                    if _status(answer) != 200:
+                        return
+                if not answer:
+                    await _answer(client, 502, self._noted(_unreachable(upstream, "did not answer a CONNECT")))
+                    return
+            await self._relay(client, server, upstream)
+
+    def _route(self, headers: list[tuple[str, str]]) -> _Route | None:
+        """The route whose credential the client sent in `Proxy-Authorization`, compared in constant time."""
+        given = next((value for name, value in headers if name.lower() == "proxy-authorization"), "")
+        scheme, _, token = given.strip().partition(" ")
+        if scheme.lower() != "basic":
+            return None
+        try:
+            credential = base64.b64decode(token.strip(), validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        found = None
+        for route in self._routes:
+            if hmac.compare_digest(route.credential, credential):
+                found = route
+        return found
+
+    async def _connect(self, upstream: Upstream) -> ByteStream | None:
+        stream: ByteStream | None = None
+        with anyio.move_on_after(self.limits.connect_timeout_s):
+            try:
+                if upstream.scheme == "https":
+                    stream = await anyio.connect_tcp(
+                        upstream.host, upstream.port, tls=True, ssl_context=ssl.create_default_context()
+                    )
+                else:
+                    stream = await anyio.connect_tcp(upstream.host, upstream.port)
+            except (OSError, anyio.BrokenResourceError, ssl.SSLError):
+                stream = None
+        return stream
+
+    def _noted(self, problem: ProxyProblem) -> str:
+        """Keep `problem` (for the process's stderr tail); what the client's answer says."""
+        if problem not in self.problems:  # a CLI retrying the same request adds nothing: the list stays short
+            self.problems.append(problem)
+        return f"{problem.message}: {problem.hint}"
+
+    async def _relay(self, client: ByteStream, server: ByteStream, upstream: Upstream) -> None:
+        """Pass bytes both ways until either side closes or neither sends for `idle_timeout_s`. A plain request's
+        answer of 407 (the host's credentials refused) is replaced by the forwarder's own."""
+        last = [time.monotonic()]
+
+        async def pump(source: ByteStream, sink: ByteStream, first: bool) -> None:
+            try:
+                while True:
+                    chunk = await source.receive()
+                    last[0] = time.monotonic()
+                    if first and _status(chunk) == 407:  # ours in its place, saying what to check
+                        await _answer(sink, 407, self._noted(_refused(upstream)))
+                        break
+                    first = False
+                    await sink.send(chunk)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                pass
+            group.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(pump, client, server, False)
+            group.start_soon(pump, server, client, True)
+            idle = self.limits.idle_timeout_s
+            while True:
+                await anyio.sleep(max(0.0, last[0] + idle - time.monotonic()))
+                if time.monotonic() - last[0] >= idle:
+                    group.cancel_scope.cancel()
+                    return
+
+
+def _unreachable(upstream: Upstream, what: str) -> ProxyProblem:
+    return ProxyProblem(
+        "proxy_unreachable",
+        f"the proxy {upstream.where} of the host's proxy variables {what}",
+        "check that it runs and that the host and port in HTTPS_PROXY/HTTP_PROXY/ALL_PROXY are right",
+    )
+
+
+def _refused(upstream: Upstream) -> ProxyProblem:
+    return ProxyProblem(
+        "proxy_auth_refused",
+        f"the proxy {upstream.where} refused the credentials of the host's proxy variable (407)",
+        "check the user and password in HTTPS_PROXY/HTTP_PROXY/ALL_PROXY (percent-encode reserved characters)",
+    )
+
+
+async def _read_head(stream: ByteStream, limit: int) -> tuple[bytes, bytes]:
+    """(the head up to its blank line, what came after it); b"" for a head when the stream ended first, and more
+    than `limit` bytes when the head is longer."""
+    data = b""
+    while _END_OF_HEAD not in data:
+        if len(data) > limit:
+            return data, b""
+        try:
+            data += await stream.receive()
+        except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+            return b"", b""
+    head, _, rest = data.partition(_END_OF_HEAD)
+    return head, rest
+
+
+def _parse(head: bytes) -> tuple[str, str, str, list[tuple[str, str]]]:
+    """Method, target, version and headers of a request head (ValueError when it is none)."""
+    lines = head.decode("latin-1").split("\r\n")
+    method, target, version = lines[0].split(" ")
+    if not version.startswith("HTTP/1.") or not method.isalpha():
+        raise ValueError(lines[0])
+    headers = []
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if not colon or not name or name != name.strip():
+            raise ValueError(line)
+        headers.append((name, value.strip()))
+    return method, target, version, headers
+
+
+def _status(head: bytes) -> int:
+    """The status of an HTTP answer's head, 0 when it has none."""
+    parts = head.split(b" ", 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/"):
+        return 0
+    try:
+        return int(parts[1])
+    except ValueError:
+        return 0
+
+
+_REASONS = {400: "Bad Request", 407: "Proxy Authentication Required", 431: "Request Header Fields Too Large"}
+_REASONS |= {502: "Bad Gateway", 503: "Service Unavailable"}
+
+
+async def _answer(client: ByteStream, status: int, text: str, *, authenticate: bool = False) -> None:
+    """An answer of the forwarder's own to the client, then the end of the connection."""
+    body = f"unified's proxy forwarder: {text}\n".encode()
+    head = [f"HTTP/1.1 {status} {_REASONS[status]}", "Content-Type: text/plain", f"Content-Length: {len(body)}"]
+    if authenticate:
+        head.append('Proxy-Authenticate: Basic realm="unified"')
+    head.append("Connection: close")
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        await client.send("\r\n".join(head).encode() + _END_OF_HEAD + body)
