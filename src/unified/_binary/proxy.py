@@ -43,7 +43,7 @@ from anyio.abc import ByteStream
 
 from unified._urls import PROXY_VARIABLES
 
-__all__ = ["STOP_GRACE_S", "Limits", "ProxyForwarder", "ProxyProblem", "Upstream", "forwarded_env", "upstreams_of"]
+__all__ = ["Limits", "ProxyForwarder", "ProxyProblem", "Upstream", "forwarded_env", "upstreams_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +123,6 @@ def forwarded_env(env: Mapping[str, str], limits: Limits | None = None) -> tuple
     return {**env, **{name: urls[upstream] for name, upstream in found.items()}}, forwarder
 
 
-STOP_GRACE_S = 5.0
-"""How long `stop` waits for the forwarder's thread once its port is closed."""
 _NEWLINE = b"\r\n"
 _END_OF_HEAD = b"\r\n\r\n"
 _HOP_HEADERS = frozenset({"proxy-authorization", "proxy-connection", "connection", "keep-alive"})
@@ -168,8 +166,9 @@ class ProxyForwarder:
 
     def stop(self) -> None:
         """Stop listening and close every connection (idempotent; any thread, any loop, or none). Returns once the
-        port is closed; the thread is waited for `STOP_GRACE_S` at most (its loop may still be waiting for a name
-        lookup of a worker thread, which nothing can cancel; the thread is a daemon)."""
+        port is closed and every connection with it. The thread is not waited for: its loop may still be waiting for
+        a name lookup of a worker thread, which nothing can cancel, and `stop` is called on the caller's event loop
+        (a process's end): the thread, a daemon, ends by itself."""
         thread, self._thread = self._thread, None
         if thread is None:
             return
@@ -178,7 +177,6 @@ class ProxyForwarder:
             with contextlib.suppress(RuntimeError):  # its loop has already ended
                 anyio.from_thread.run_sync(scope.cancel, token=token)
         self._closed.wait()
-        thread.join(STOP_GRACE_S)
 
     @property
     def listening(self) -> bool:
