@@ -1,0 +1,275 @@
+"""Red team, round 24: runners the shell reader did not follow, git's `-c` settings, and the repositories a git
+command reaches below its directory.
+
+Holes (each test marked SUCCEEDED before fails on the code before its fix):
+
+- runners read as the command itself, so a deny rule for `rm` did not hold under a broader allow rule:
+  `corepack pnpm exec rm x` (and `corepack npx`, `corepack yarn@4 dlx`), `aws-vault exec PROFILE [--] rm x`,
+  `dotenv [-e FILE] [--] rm x` (dotenv-cli) and `dotenv [-f FILE] run rm x` (python-dotenv), `dotenvx run [...] --
+  rm x`, `scl enable COLLECTION 'rm x'` (its last word a shell script) and `scl COLLECTION -- rm x`. Now each is a
+  runner (`_shell_syntax._runner` and its kin): its own part keeps its words, the command it runs is `covered`;
+- `cargo run`, `go run`, `go generate` and `go test -exec CMD` run a program the command does not name: now
+  unknown to a deny or ask rule (asked where one may match), as `nix run` was;
+- a runner's command whose first word is an option (`mise exec -- -- rm x`, `uv run -- -- rm x`) was read as a
+  command named `--`, allowed; the runner's own parser may take it for its `--` or an option's value: now unknown;
+- `git -c alias.x='!rm x' x`, `git -c core.pager='rm x' log`, `git --config-env=core.pager=V log` ran a command
+  under an allow rule for everything beside a deny rule for it: now a `-c` key that may name a command (any but
+  `user.`, `color.`, `advice.`, ...) makes what git runs unknown (`_shell_syntax._git_config_that_runs`);
+- a repository below the command's directory ran its own drivers (round 23's were overridden for the enclosing
+  repository only): `git -C sub diff`, `cd sub && git diff`, a nested `.git` file whose `gitdir:` leads elsewhere,
+  and `git --git-dir=x --work-tree=. diff` (a bare repository's shape) ran `diff.external` or a textconv of theirs,
+  through unified's shell and a binary's child alike (real git 2.39). Now `_git_drivers.overrides` walks the
+  directories below (`NESTED_ENTRIES_MAX` entries) for them.
+
+Attacks that held are kept below their section as pins.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.security.test_red_team_round21 import DENY_RM, SHELL
+from tests.security.test_red_team_round23 import _environment, _git, _repository, _run
+from unified import _git_drivers
+from unified.tools import Policy
+from unified.tools._shell_syntax import parse
+
+
+def _deny_rm(command: str) -> str:
+    return Policy.default().with_toml(DENY_RM).evaluate(SHELL, {"command": command}, "default").decision
+
+
+def _allowing(prefix: str) -> Policy:
+    text = f'[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = "{prefix}"\ndecision = "allow"\npriority = 100\n'
+    return Policy.default().with_toml(text)
+
+
+# 1. runners
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "command",
+    [
+        "corepack pnpm exec rm x",
+        "corepack npx rm x",
+        "corepack yarn@4.1.0 dlx rm x",
+        "corepack pnpm@9 dlx rm x",
+        "aws-vault exec prof -- rm x",
+        "aws-vault exec prof rm x",
+        "aws-vault exec --duration 1h -n prof -- rm x",
+        "dotenv -e .env -- rm x",
+        "dotenv -- rm x",
+        "dotenv rm x",
+        "dotenv -f .env run rm x",
+        "dotenv run --override rm x",
+        "dotenvx run -- rm x",
+        "dotenvx run -f .env -- rm x",
+        "scl enable devtoolset-9 'rm x'",
+        "scl enable devtoolset-9 rh-git 'ls; rm x'",
+        "scl enable devtoolset-9 -- rm x",
+        "sudo -u bob corepack npx rm x",
+    ],
+)
+def test_a_deny_rule_holds_through_these_runners(command: str) -> None:
+    """SUCCEEDED before: the runner was the command, `rm` one of its operands, and the blanket allow ran it."""
+    assert _deny_rm(command) == "deny", command
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cargo run",
+        "cargo run --bin rm -- x",
+        "cargo +nightly -q r",
+        "cargo test --config 'target.x.runner=\"rm\"'",
+        "go run ./cmd/rm x",
+        "go generate ./...",
+        "go test -exec rm ./...",
+        "go build -toolexec=./evil .",
+        "go vet -vettool=./evil",
+        "mise exec -- -- rm x",
+        "uv run -- -- rm x",
+        "dotenvx run -f .env rm x",
+        "dotenv --unknown rm x",
+        "corepack $PM rm x",
+    ],
+)
+def test_a_program_these_run_that_the_command_does_not_name_is_asked(command: str) -> None:
+    """SUCCEEDED before: allowed under the blanket allow beside the deny rule (`cargo run` runs the crate's binary,
+    `go run` a source file's, `go test -exec rm` runs `rm` on the test binary, `mise exec -- -- rm x` a command the
+    reader saw named `--`); now the command they run is unknown: asked."""
+    assert _deny_rm(command) == "ask_user", command
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("prefix", "command"),
+    [
+        ("cargo run", "cargo run --release"),
+        ("cargo build", "cargo build --release"),
+        ("go run", "go run ./cmd/app"),
+        ("go test", "go test ./..."),
+        ("corepack pnpm", "corepack pnpm install"),
+        ("dotenv", "dotenv -e .env -- npm test"),
+        ("dotenvx run", "dotenvx run -- npm test"),
+        ("aws-vault exec", "aws-vault exec prod -- terraform plan"),
+        ("scl enable", "scl enable devtoolset-9 'make'"),
+    ],
+)
+def test_an_allow_rule_naming_the_runner_still_covers_it(prefix: str, command: str) -> None:
+    """The pin: the runner's own part keeps its words, so an allow rule naming it allows what it did before."""
+    assert _allowing(prefix).evaluate(SHELL, {"command": command}, "default").decision == "allow", command
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "command",
+    ["cargo build", "cargo test", "go test ./...", "go build .", "corepack enable", "scl -l", "dotenv -p VAR"],
+)
+def test_their_other_verbs_are_read_as_before(command: str) -> None:
+    """The pin: a verb that runs no named command is allowed beside the deny rule, as before."""
+    assert _deny_rm(command) == "allow", command
+
+
+@pytest.mark.unit
+def test_corepack_and_the_manager_it_runs_are_both_parts() -> None:
+    """What the reader returns: corepack's words, pnpm's (covered, via corepack), then the command pnpm runs."""
+    own, manager, inner = parse("corepack pnpm@9 exec rm x")
+    assert own.words == ("corepack", "pnpm@9", "exec", "rm", "x")
+    assert not own.covered
+    assert (manager.words[:2], manager.covered) == (("pnpm", "exec"), True)
+    assert (inner.words, inner.covered) == (("rm", "x"), True)
+
+
+# 2. git -c settings that name a command
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git -c alias.x='!rm x' x",
+        "git -c core.pager='rm x' log",
+        "git -ccore.pager='rm x' log",
+        "git --config-env=core.pager=CMD log",
+        "git --config-env core.editor=CMD commit",
+        "git -C sub -c core.sshCommand='rm x' fetch",
+        "git -c include.path=./evil.cfg diff",
+        "git -c $KEY log",
+    ],
+)
+def test_a_git_setting_that_may_name_a_command_is_asked(command: str) -> None:
+    """SUCCEEDED before: allowed beside the deny rule for `rm`, which `git -c alias.x='!rm x' x` runs."""
+    assert _deny_rm(command) == "ask_user", command
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "command",
+    ["git -c user.name=a -c user.email=a@b commit -m x", "git -c color.ui=never log", "git log -c", "git status"],
+)
+def test_a_git_setting_that_names_no_command_is_read_as_before(command: str) -> None:
+    """The pin: `-c user.name=...` and the like, and `log -c` (a diff option), ask nothing more."""
+    assert _deny_rm(command) == "allow", command
+
+
+@pytest.mark.e2e  # runs git
+def test_git_runs_the_command_of_a_c_alias(tmp_path: Path) -> None:
+    """Why the settings are asked: git runs a `-c alias.x='!cmd'` (the marker made)."""
+    ws, marker = tmp_path / "ws", tmp_path / "marker"
+    _repository(ws)
+    assert _run(ws, f"git -c alias.x='!touch {marker}' x", _environment("unified", ws, tmp_path)).returncode == 0
+    assert marker.exists()
+
+
+# 3. repositories below the command's directory
+
+
+def _nested(ws: Path, marker: Path, how: str) -> str:
+    """A clean workspace repository and, below it, a hostile one reached by `how`; the command that reaches it."""
+    _repository(ws, attributes="")
+    _git(ws, "checkout", "-q", "--", ".")
+    sub = ws / "sub"
+    _repository(sub, {"diff.external": f"touch {marker}; echo"})
+    if how == "dot-git-file":
+        os.rename(sub / ".git", ws / "hidden-git")
+        (sub / ".git").write_text("gitdir: ../hidden-git\n")
+    if how == "bare":
+        os.rename(sub / ".git", ws / "x")
+        return f"git --git-dir={ws / 'x'} --work-tree=sub diff"
+    return {"cd": "cd sub && git diff", "-C": "git -C sub diff", "dot-git-file": "git -C sub diff"}[how]
+
+
+@pytest.mark.e2e  # runs git
+@pytest.mark.parametrize("how", ["-C", "cd", "dot-git-file", "bare"])
+@pytest.mark.parametrize("who", ["binary", "unified"])
+def test_a_nested_repository_runs_none_of_its_drivers(tmp_path: Path, how: str, who: str) -> None:
+    """SUCCEEDED before: only the enclosing repository's config was read, so the nested one's `diff.external` ran
+    (the marker made) at a `git diff` reaching it."""
+    ws, marker = tmp_path / "ws", tmp_path / "marker"
+    command = _nested(ws, marker, how)
+    _run(ws, command, _environment(who, ws, tmp_path))
+    assert not marker.exists(), command
+
+
+@pytest.mark.e2e  # runs git
+def test_a_nested_repository_s_textconv_gives_the_file_as_it_is(tmp_path: Path) -> None:
+    """SUCCEEDED before: `git -C sub diff` ran the nested repository's textconv. Now `cat`: the diff as it is."""
+    ws, marker = tmp_path / "ws", tmp_path / "marker"
+    _repository(ws, attributes="")
+    (ws / "deep" / "er").mkdir(parents=True)
+    _repository(ws / "deep" / "er" / "sub", {"diff.evil.textconv": f"touch {marker}; cat"})
+    done = _run(ws, "git -C deep/er/sub diff", _environment("unified", ws, tmp_path))
+    assert "+world" in done.stdout
+    assert not marker.exists()
+
+
+@pytest.mark.unit
+def test_the_walk_below_follows_no_link_and_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pin: a link to a hostile repository elsewhere is not followed (following links could walk the whole
+    disk), a repository below is found, and a tree larger than the bound stops the walk."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / ".git").mkdir(parents=True)
+    (elsewhere / ".git" / "config").write_text('[diff "evil"]\n\ttextconv = x\n')
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "link").symlink_to(elsewhere)
+    assert _git_drivers.overrides(ws) == []
+    (ws / "sub").mkdir()
+    os.rename(elsewhere / ".git", ws / "sub" / ".git")
+    assert _git_drivers.overrides(ws) == [("diff.evil.textconv", "cat")]
+    for at in range(8):
+        (ws / f"file{at}").write_text("")
+    monkeypatch.setattr(_git_drivers, "NESTED_ENTRIES_MAX", 4)
+    assert _git_drivers.overrides(ws) == []
+
+
+@pytest.mark.e2e  # runs git
+def test_git_in_a_workspace_with_an_ordinary_nested_repository_reads_as_before(tmp_path: Path) -> None:
+    """The pin: nested repositories whose config names no driver add nothing, and `git -C sub diff` prints what it
+    prints without our settings."""
+    ws = tmp_path / "ws"
+    _repository(ws, attributes="")
+    _repository(ws / "sub", {"core.autocrlf": "false"}, attributes="*.txt text\n")
+    assert _git_drivers.overrides(ws) == []
+    plain = {"PATH": os.defpath, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path)}
+    before = _run(ws, "git -C sub diff", plain)
+    now = _run(ws, "git -C sub diff", _environment("unified", ws, tmp_path))
+    assert (now.returncode, now.stdout) == (before.returncode, before.stdout)
+    assert "+world" in now.stdout
+
+
+@pytest.mark.e2e  # runs git
+def test_a_repository_alias_cannot_shadow_a_read(tmp_path: Path) -> None:
+    """The pin: `alias.status = !cmd` in a hostile repository's config: git never lets an alias shadow its own
+    command, so an allowed `git status` runs none (measured, git 2.39)."""
+    ws, marker = tmp_path / "ws", tmp_path / "marker"
+    _repository(ws, {"alias.status": f"!touch {marker}", "alias.diff": f"!touch {marker}"})
+    for command in ("git status", "git diff"):
+        _run(ws, command, _environment("binary", ws, tmp_path))
+    assert not marker.exists()
