@@ -10,16 +10,22 @@ commands in `.git/config` that git runs at commands a policy allows as reads:
   `git status` (a file whose time changed but not its size) run them;
 - `gpg.program` (and `gpg.<format>.program`), a program of the repository's own files: `git log` and `git show` run
   it for a commit carrying a signature (any bytes: no key needed) when `log.showSignature` is on (the repository's
-  config may turn it on), as `--show-signature` and `--format=%G?` always do.
+  config may turn it on), as `--show-signature` and `--format=%G?` always do;
+- `tar.<format>.command`: `git archive --format=<format>` (the repository may name `tgz` or `tar.gz`, git's own)
+  pipes the archive through it;
+- `pager.<command> = <command>`: git writing to a terminal (Codex's `exec_command` with `tty`) runs it for that
+  command, `core.pager` and its command-line setting notwithstanding (only `GIT_PAGER`, which unified's shell sets,
+  outranks it).
 
 Such commands run unasked in yolo mode, under a user's rule allowing `git diff` or `git log` (unified's shell), or
 as a user's answer to what looks like a read. No fixed setting stops them without changing every repository's git
 (an empty `diff.external` fails every diff), and a driver's keys carry a name the repository chose, so `overrides`
 reads the config of the repository enclosing a directory (and the files it includes, bounded) for the names of its
-`diff`, `filter` and `gpg` sections, and overrides what it names: `textconv` with `cat` (a diff shows the file as
-it is), `command` and `diff.external` with nothing (git refuses to diff: `cannot run`; a repository that names one
-is hostile or odd, and failing beats running it), `clean`, `smudge` and `process` with nothing (git copies the file
-as it is), and the signature programs with git's defaults (`gpg`, `gpgsm`, `ssh-keygen`). Command-line configuration
+`diff`, `filter`, `gpg`, `tar` and `pager` sections, and overrides what it names: `textconv` with `cat` (a diff
+shows the file as it is), `command` and `diff.external` with nothing (git refuses to diff: `cannot run`; a
+repository that names one is hostile or odd, and failing beats running it), `clean`, `smudge` and `process` with
+nothing (git copies the file as it is), the signature programs with git's defaults (`gpg`, `gpgsm`, `ssh-keygen`),
+an archive format's command with git's `gzip -cn`, and a command's pager with `false` (none). Command-line configuration
 (`GIT_CONFIG_PARAMETERS`, `GIT_CONFIG_KEY_<n>`) outranks the repository's, and it is read again for every command
 of unified's shell, so a driver added later (in an included file the model may write) is seen too. Codex's child
 gets those read at the run's start (`_binary.environment.child_env`'s `cwd`): a driver added later in a file the
@@ -60,6 +66,8 @@ NESTED_MAX = 64
 
 _HEADER = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]')
 _PATH = re.compile(r'^[ \t]*path[ \t]*=[ \t]*("(?:[^"\\\n]|\\.)*"|[^\n;#]*)', re.IGNORECASE | re.MULTILINE)
+_KEY = re.compile(r"^[ \t]*([A-Za-z][A-Za-z0-9-]*)", re.MULTILINE)
+"""A key at a line's start (or right after its section's header, on the header's line)."""
 _EXTERNAL = re.compile(r"external", re.IGNORECASE)
 _COMMAND = re.compile(r"command", re.IGNORECASE)
 _GPG_DEFAULTS = {
@@ -83,7 +91,8 @@ def overrides(directory: Path) -> list[tuple[str, str]]:
 def _read_drivers(config: list[Path], found: dict[str, str]) -> None:
     """Into `found`, the settings that stop the drivers one repository's `config` files (and their includes) name."""
     for text in _texts(config):
-        for header in _HEADER.finditer(text):
+        headers = list(_HEADER.finditer(text))
+        for at, header in enumerate(headers):
             section, sub = header.group(1).lower(), header.group(2)
             if sub is None and "." in section:  # the old form `[diff.name]`, its name lowercased
                 section, _, sub = section.partition(".")
@@ -100,6 +109,12 @@ def _read_drivers(config: list[Path], found: dict[str, str]) -> None:
             elif section == "filter" and sub is not None:
                 for key in ("clean", "smudge", "process"):
                     found[f"filter.{sub}.{key}"] = ""
+            elif section == "tar" and sub is not None:
+                found[f"tar.{sub}.command"] = "gzip -cn"  # git's own for tgz and tar.gz
+            elif section == "pager" and sub is None:
+                body = text[header.end() : headers[at + 1].start() if at + 1 < len(headers) else len(text)]
+                for key in _KEY.findall(body):
+                    found[f"pager.{key.lower()}"] = "false"
 
 
 def parameters(pairs: list[tuple[str, str]]) -> str:

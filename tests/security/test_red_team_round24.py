@@ -27,6 +27,7 @@ Attacks that held are kept below their section as pins.
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,103 @@ def test_a_repository_alias_cannot_shadow_a_read(tmp_path: Path) -> None:
     for command in ("git status", "git diff"):
         _run(ws, command, _environment("binary", ws, tmp_path))
     assert not marker.exists()
+
+
+# 4. more of a hostile repository's config: an archive format's command, a command's pager
+
+
+@pytest.mark.e2e  # runs git
+@pytest.mark.parametrize("fmt", ["evil", "tar.gz"])
+@pytest.mark.parametrize("who", ["binary", "unified"])
+def test_an_archive_format_command_of_the_repository_is_not_run(tmp_path: Path, fmt: str, who: str) -> None:
+    """SUCCEEDED before: `tar.<format>.command` in the repository's config ran at `git archive --format=<format>`,
+    git's own `tar.gz` too (the marker made). Now git's `gzip -cn`: a gzip archive."""
+    ws, marker = tmp_path / "ws", tmp_path / "marker"
+    _repository(ws, {f"tar.{fmt}.command": f"touch {marker}; cat"})
+    done = subprocess.run(
+        ["git", "archive", f"--format={fmt}", "HEAD"],
+        cwd=ws,
+        env={**_environment(who, ws, tmp_path), "GIT_CONFIG_NOSYSTEM": "1"},
+        capture_output=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+    assert done.stdout[:2] == b"\x1f\x8b"
+
+
+@pytest.mark.e2e  # runs git in a terminal (script)
+def test_a_command_pager_of_the_repository_does_not_run_at_a_terminal(tmp_path: Path) -> None:
+    """SUCCEEDED before: `pager.log = <command>` in the repository's config ran when `git log` wrote to a terminal
+    (Codex's `exec_command` with `tty`) in a binary's child: `core.pager=cat` on the command line does not outrank
+    a command's own pager. Now `pager.log=false`."""
+    ws, marker = tmp_path / "ws", tmp_path / "marker"
+    _repository(ws, {"pager.log": f"touch {marker}; cat", "pager.show": f"touch {marker}; cat"})
+    env = {**_environment("binary", ws, tmp_path), "GIT_CONFIG_NOSYSTEM": "1", "TERM": "xterm"}
+    done = subprocess.run(
+        ["script", "-qec", "git log -1; git show --stat", "/dev/null"], cwd=ws, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "x" in done.stdout  # the commit's message, written to the terminal
+    assert not marker.exists()
+
+
+@pytest.mark.unit
+def test_pager_keys_are_read_on_the_header_s_line_and_below(tmp_path: Path) -> None:
+    """What is overridden: each key of a `[pager]` section, in git's forms, lowercased."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("[pager] Log = a\n\tshow = b\n  cat-file\n[core]\n\tbare = false\n")
+    assert _git_drivers.overrides(tmp_path) == [
+        ("pager.log", "false"),
+        ("pager.show", "false"),
+        ("pager.cat-file", "false"),
+    ]
+
+
+# 5. parser differentials between the reader and bash (pins: each was asked or denied already)
+
+_ALLOW_READS = "".join(
+    f'[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = "{prefix}"\ndecision = "allow"\npriority = 100\n'
+    for prefix in ("ls", "echo", "cat", "git status", "node", "python", "perl")
+)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls <<< $(touch x)",
+        "ls ${x:-$(touch x)}",
+        "ls $(( a[$(touch x)] ))",
+        "ls $(( x ))",
+        "echo $[ x ]",
+        "echo ${x@P}",
+        "echo ${x:1:$(touch y)}",
+        "ls {$(touch x),b}",
+        'ls $"$(touch x)"',
+        "ls <(touch x)",
+        "cat < <(touch x)",
+        "echo ~$(touch x)",
+        "f() { touch x; }; f",
+        "alias ls=touch; ls x",
+        "exec 3>x ls",
+        "BASH_ENV=./x.sh ls",
+        "ENV=./x.sh ls",
+        "PS4='$(touch x)' ls",
+        "IFS=/; ls",
+        "PATH=.:$PATH ls",
+        "LD_PRELOAD=./x.so ls",
+        "NODE_OPTIONS='--require ./x.js' node -v",
+        "PYTHONSTARTUP=./x.py python",
+        "PERL5OPT=-Mx perl -e 1",
+        "./ls",
+        "git -C .. status",
+        "git --git-dir=x status",
+        "git -c core.fsmonitor=./x status",
+    ],
+)
+def test_what_bash_reads_otherwise_is_asked_under_allow_rules_for_reads(command: str) -> None:
+    """Pins: under allow rules for `ls`, `echo`, `cat`, `git status`, `node`, `python`, `perl`, each of these runs
+    more than the allowed program (a substitution, a variable that carries code, a program of the workspace) and
+    is asked or denied."""
+    verdict = Policy.default().with_toml(_ALLOW_READS).evaluate(SHELL, {"command": command}, "default")
+    assert verdict.decision in ("ask_user", "deny"), command
