@@ -1,5 +1,5 @@
-"""Red team, round 24: runners the shell reader did not follow, git's `-c` settings, and the repositories a git
-command reaches below its directory.
+"""Red team, round 24: runners the shell reader did not follow, and what a hostile repository's config makes git
+run: in a repository below the command's directory, at `git archive`, at a terminal.
 
 Holes (each test marked SUCCEEDED before fails on the code before its fix):
 
@@ -8,18 +8,27 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   `dotenv [-e FILE] [--] rm x` (dotenv-cli) and `dotenv [-f FILE] run rm x` (python-dotenv), `dotenvx run [...] --
   rm x`, `scl enable COLLECTION 'rm x'` (its last word a shell script) and `scl COLLECTION -- rm x`. Now each is a
   runner (`_shell_syntax._runner` and its kin): its own part keeps its words, the command it runs is `covered`;
-- `cargo run`, `go run`, `go generate` and `go test -exec CMD` run a program the command does not name: now
-  unknown to a deny or ask rule (asked where one may match), as `nix run` was;
+- `ssh localhost rm x` (its words after the host are a script the host's shell runs), `perf stat|record rm x`,
+  `nq rm x`, `dbus-run-session -- rm x`: the same, now read as runners;
 - a runner's command whose first word is an option (`mise exec -- -- rm x`, `uv run -- -- rm x`) was read as a
-  command named `--`, allowed; the runner's own parser may take it for its `--` or an option's value: now unknown;
-- `git -c alias.x='!rm x' x`, `git -c core.pager='rm x' log`, `git --config-env=core.pager=V log` ran a command
-  under an allow rule for everything beside a deny rule for it: now a `-c` key that may name a command (any but
-  `user.`, `color.`, `advice.`, ...) makes what git runs unknown (`_shell_syntax._git_config_that_runs`);
+  command named `--` (the runtime asked for both already: each is an input writer); the runner's own parser may
+  take it for its `--` or an option's value: now unknown to the policy too;
 - a repository below the command's directory ran its own drivers (round 23's were overridden for the enclosing
   repository only): `git -C sub diff`, `cd sub && git diff`, a nested `.git` file whose `gitdir:` leads elsewhere,
   and `git --git-dir=x --work-tree=. diff` (a bare repository's shape) ran `diff.external` or a textconv of theirs,
   through unified's shell and a binary's child alike (real git 2.39). Now `_git_drivers.overrides` walks the
-  directories below (`NESTED_ENTRIES_MAX` entries) for them.
+  directories below (`NESTED_ENTRIES_MAX` entries) for them;
+- `tar.<format>.command` ran at `git archive --format=<format>` (git's own `tar.gz` too), and `pager.<command>` at a
+  git command writing to a terminal in a binary's child (`core.pager=cat` does not outrank it): now `gzip -cn` and
+  `false`.
+
+Measured and held (pins): `cargo run`, `go run|test -exec`, `git -c alias.x='!cmd'`, `ssh -o ProxyCommand`, `scp -S`,
+`rsync -e`, `tmux`, `at` are input writers (`protected_paths.toml`), asked under any allow rule; bash's readings
+that differ from a plain word's (here-strings, `${x:-$(..)}`, `$(( a[$(..)] ))`, `${x@P}`, brace expansion with a
+substitution, process substitution, functions, aliases, `BASH_ENV`/`ENV`/`PS4`/`IFS`/`PATH`/`LD_PRELOAD`/
+`NODE_OPTIONS`/`PYTHONSTARTUP`/`PERL5OPT` prefixes, `./ls`, `git -C ..`, `--git-dir`) are asked; a repository's
+`alias.status = !cmd` never shadows `git status`. Not fixed: hooks and `core.hooksPath` at a commit, editors,
+`credential.helper`, `core.sshCommand`, `protocol.ext.allow`, `url.*.insteadOf` (writes or network, asked).
 
 Attacks that held are kept below their section as pins.
 """
@@ -35,7 +44,7 @@ import pytest
 from tests.security.test_red_team_round21 import DENY_RM, SHELL
 from tests.security.test_red_team_round23 import _environment, _git, _repository, _run
 from unified import _git_drivers
-from unified.tools import Policy
+from unified.tools import Policy, ToolCall, ToolRuntime
 from unified.tools._shell_syntax import parse
 
 
@@ -84,15 +93,6 @@ def test_a_deny_rule_holds_through_these_runners(command: str) -> None:
 @pytest.mark.parametrize(
     "command",
     [
-        "cargo run",
-        "cargo run --bin rm -- x",
-        "cargo +nightly -q r",
-        "cargo test --config 'target.x.runner=\"rm\"'",
-        "go run ./cmd/rm x",
-        "go generate ./...",
-        "go test -exec rm ./...",
-        "go build -toolexec=./evil .",
-        "go vet -vettool=./evil",
         "mise exec -- -- rm x",
         "uv run -- -- rm x",
         "dotenvx run -f .env rm x",
@@ -100,21 +100,64 @@ def test_a_deny_rule_holds_through_these_runners(command: str) -> None:
         "corepack $PM rm x",
     ],
 )
-def test_a_program_these_run_that_the_command_does_not_name_is_asked(command: str) -> None:
-    """SUCCEEDED before: allowed under the blanket allow beside the deny rule (`cargo run` runs the crate's binary,
-    `go run` a source file's, `go test -exec rm` runs `rm` on the test binary, `mise exec -- -- rm x` a command the
-    reader saw named `--`); now the command they run is unknown: asked."""
+def test_a_command_these_run_that_the_reader_does_not_follow_is_asked(command: str) -> None:
+    """SUCCEEDED before (policy): allowed under the blanket allow beside the deny rule (`mise exec -- -- rm x` a
+    command the reader saw named `--`, `dotenvx run` without `--` and an option dotenv does not have words the
+    reader does not follow); now the command they run is unknown: asked."""
     assert _deny_rm(command) == "ask_user", command
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ssh localhost rm x",
+        "ssh -p 22 -t localhost 'ls; rm x'",
+        "perf stat rm x",
+        "perf record -- rm x",
+        "nq rm x",
+        "dbus-run-session -- rm x",
+    ],
+)
+def test_a_deny_rule_holds_through_a_remote_shell_and_other_runners(command: str) -> None:
+    """SUCCEEDED before: allowed beside the deny rule. ssh's words after the host are a script its shell runs (on
+    this machine for `localhost`); `perf stat|record`, `nq`, `dbus-run-session` run the rest of their words."""
+    assert _deny_rm(command) == "deny", command
+
+
+@pytest.mark.unit
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cargo run",
+        "cargo test --config 'target.x.runner=\"rm\"'",
+        "go run ./cmd/rm x",
+        "go test -exec rm ./...",
+        "git -c alias.x='!rm x' x",
+        "git -c core.pager='rm x' log",
+        "git --config-env=core.pager=CMD log",
+        "ssh -o ProxyCommand='rm x' host",
+        "scp -S ./x a host:b",
+        "rsync -avze 'rm x' a host:b",
+        "tmux new -d 'rm x'",
+        "at now <<< 'rm x'",
+    ],
+)
+async def test_what_an_input_writer_runs_is_not_allowed_beside_the_deny_rule(tmp_path: Path, command: str) -> None:
+    """Pins (each held before): a program these run that the words do not show as a command (a build, a `-c`
+    setting, a local option, a session) is not judged by the reader but by `protected_paths.toml`'s input writers,
+    which the runtime asks under any allow rule (denied here: nobody to ask)."""
+    async with ToolRuntime(tmp_path, policy=Policy.default().with_toml(DENY_RM)) as runtime:
+        decision = await runtime.decide(ToolCall("1", SHELL, {"command": command}))
+    assert decision.decision == "deny", command
 
 
 @pytest.mark.unit
 @pytest.mark.parametrize(
     ("prefix", "command"),
     [
-        ("cargo run", "cargo run --release"),
-        ("cargo build", "cargo build --release"),
-        ("go run", "go run ./cmd/app"),
-        ("go test", "go test ./..."),
+        ("ssh", "ssh -p 22 host uptime"),
         ("corepack pnpm", "corepack pnpm install"),
         ("dotenv", "dotenv -e .env -- npm test"),
         ("dotenvx run", "dotenvx run -- npm test"),
@@ -130,7 +173,7 @@ def test_an_allow_rule_naming_the_runner_still_covers_it(prefix: str, command: s
 @pytest.mark.unit
 @pytest.mark.parametrize(
     "command",
-    ["cargo build", "cargo test", "go test ./...", "go build .", "corepack enable", "scl -l", "dotenv -p VAR"],
+    ["corepack enable", "scl -l", "dotenv -p VAR", "ssh host", "perf report"],
 )
 def test_their_other_verbs_are_read_as_before(command: str) -> None:
     """The pin: a verb that runs no named command is allowed beside the deny rule, as before."""
@@ -147,48 +190,7 @@ def test_corepack_and_the_manager_it_runs_are_both_parts() -> None:
     assert (inner.words, inner.covered) == (("rm", "x"), True)
 
 
-# 2. git -c settings that name a command
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(
-    "command",
-    [
-        "git -c alias.x='!rm x' x",
-        "git -c core.pager='rm x' log",
-        "git -ccore.pager='rm x' log",
-        "git --config-env=core.pager=CMD log",
-        "git --config-env core.editor=CMD commit",
-        "git -C sub -c core.sshCommand='rm x' fetch",
-        "git -c include.path=./evil.cfg diff",
-        "git -c $KEY log",
-    ],
-)
-def test_a_git_setting_that_may_name_a_command_is_asked(command: str) -> None:
-    """SUCCEEDED before: allowed beside the deny rule for `rm`, which `git -c alias.x='!rm x' x` runs."""
-    assert _deny_rm(command) == "ask_user", command
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(
-    "command",
-    ["git -c user.name=a -c user.email=a@b commit -m x", "git -c color.ui=never log", "git log -c", "git status"],
-)
-def test_a_git_setting_that_names_no_command_is_read_as_before(command: str) -> None:
-    """The pin: `-c user.name=...` and the like, and `log -c` (a diff option), ask nothing more."""
-    assert _deny_rm(command) == "allow", command
-
-
-@pytest.mark.e2e  # runs git
-def test_git_runs_the_command_of_a_c_alias(tmp_path: Path) -> None:
-    """Why the settings are asked: git runs a `-c alias.x='!cmd'` (the marker made)."""
-    ws, marker = tmp_path / "ws", tmp_path / "marker"
-    _repository(ws)
-    assert _run(ws, f"git -c alias.x='!touch {marker}' x", _environment("unified", ws, tmp_path)).returncode == 0
-    assert marker.exists()
-
-
-# 3. repositories below the command's directory
+# 2. repositories below the command's directory
 
 
 def _nested(ws: Path, marker: Path, how: str) -> str:
@@ -276,7 +278,7 @@ def test_a_repository_alias_cannot_shadow_a_read(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
-# 4. more of a hostile repository's config: an archive format's command, a command's pager
+# 3. more of a hostile repository's config: an archive format's command, a command's pager
 
 
 @pytest.mark.e2e  # runs git
@@ -326,7 +328,7 @@ def test_pager_keys_are_read_on_the_header_s_line_and_below(tmp_path: Path) -> N
     ]
 
 
-# 5. parser differentials between the reader and bash (pins: each was asked or denied already)
+# 4. parser differentials between the reader and bash (pins: each was asked or denied already)
 
 _ALLOW_READS = "".join(
     f'[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = "{prefix}"\ndecision = "allow"\npriority = 100\n'

@@ -1588,21 +1588,6 @@ def _runs_own_program(reason: str) -> _Handler:
     return handle
 
 
-def _runs_own_program_at(verbs: frozenset[str], options: tuple[str, ...], reason: str) -> _Handler:
-    """A build tool that runs a program it builds, not a word of the command, at one of its `verbs` or `options`
-    (`cargo run`, `go run`, `go test -exec CMD`): as `_runs_own_program` when any word is one (or only known at run
-    time: it may be), else its own part alone. Any word, not only the verb's place: their options may take values."""
-    own_program = _runs_own_program(reason)
-
-    def handle(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
-        if any(word is None or word in verbs or word.startswith(options) for word in words[1:]):
-            own_program(walker, words, inv)
-        else:
-            walker.out.append(inv.command(words))
-
-    return handle
-
-
 _COREPACK_COMMANDS = frozenset({"enable", "disable", "prepare", "install", "pack", "use", "up", "cache", "hydrate"})
 
 
@@ -1662,6 +1647,24 @@ def _scl(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
         start = len(walker.out)
         walker.script(words[-1:], inv, "scl enable")
         _cover_since(walker, start)
+
+
+_SSH_OPTIONS = _Options(flags="46AaCfGgKkMNnqsTtVvXxYy", valued="BbcDEeFIiJLlmOoPpQRSWw", positionals=1)
+
+
+def _ssh(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """ssh's words after its host are a shell script the host's shell runs (`ssh localhost rm x` removes x here): a
+    part of its own, covered (`_runner`); an option it does not know makes it unknown. (Its options that run a
+    command here, `-o ProxyCommand=CMD`, `-F FILE`, are `protected_paths.toml`'s.)"""
+    walker.out.append(inv.command(words))
+    covered = replace(inv, via=(*inv.via, "ssh"))
+    start = len(walker.out)
+    split = _SSH_OPTIONS.split(words[1:])
+    if isinstance(split, str):
+        walker.out.append(covered.unknown(f"ssh: {split}"))
+    elif split[1]:
+        walker.script(split[1], covered, "ssh")
+    _cover_since(walker, start)
 
 
 def _command_after(markers: frozenset[str], *, script: bool = False) -> _Handler:
@@ -2096,42 +2099,6 @@ def _git(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
             following = args[index + 1] if index + 1 < len(args) else None
             writes.append(following if following else "?")
     walker.out.append(replace(inv, writes=tuple(writes)).command(words))
-    key = _git_config_that_runs(args)
-    if key is not None:
-        reason = f"git {key} may name a command git runs (an alias `!cmd`, a pager, an editor, a driver)"
-        walker.out.append(replace(inv.unknown(reason), via=(*inv.via, "git"), covered=True))
-
-
-_GIT_QUIET_KEYS = ("user.", "color.", "advice.", "init.defaultbranch", "core.quotepath", "i18n.")
-"""Keys of a `git -c` setting that name no command git runs (any other may: `alias.x=!cmd`, `core.pager`,
-`core.sshCommand`, `include.path`, a driver's `textconv`, `credential.helper`, `protocol.ext.allow`...)."""
-
-
-def _git_config_that_runs(args: list[Word]) -> str | None:
-    """The first `-c KEY=VALUE` or `--config-env KEY=VAR` among git's own options (before its command) whose key
-    is not one of `_GIT_QUIET_KEYS`, as written (`-c` and the key), or None. `git -c alias.x='!rm y' x` runs `rm y`:
-    a deny rule for `rm` must not be passed by it, so that command is unknown (asked where such a rule may match)."""
-    index = 0
-    while index < len(args):
-        word = args[index]
-        if word is None:
-            return "?"
-        if not word.startswith("-"):
-            return None
-        value: Word = ""
-        if word in ("-c", "--config-env"):
-            index += 1
-            value = args[index] if index < len(args) else ""
-        elif word.startswith("--config-env="):
-            value = word.partition("=")[2]
-        elif word.startswith("-c") and word != "-c":
-            value = word[2:]
-        elif word in ("-C", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--super-prefix"):
-            index += 1
-        if value is None or (value and not value.partition("=")[0].lower().startswith(_GIT_QUIET_KEYS)):
-            return f"-c {value.partition('=')[0]}" if value is not None else "-c ?"
-        index += 1
-    return None
 
 
 _BUILTINS: dict[str, _Handler] = {
@@ -2289,6 +2256,9 @@ _WRAPPERS: dict[str, _Handler] = {
         _Options(long_valued=frozenset({"what", "who", "why", "mode"}), long_flags=frozenset({"no-pager", "no-legend"}))
     ),
     "pee": _pee,
+    "dbus-run-session": _wrapper(_Options(long_valued=frozenset({"config-file", "dbus-daemon"}))),
+    "nq": _wrapper(_Options(flags="cqtw")),
+    "perf": _runner(_Options(flags="vq", long_flags=frozenset({"no-pager"})), "stat", "record", "trace"),
     **dict.fromkeys(
         (
             "sem",
@@ -2348,14 +2318,6 @@ _WRAPPERS: dict[str, _Handler] = {
         ),
         "exec",
     ),
-    "cargo": _runs_own_program_at(
-        frozenset({"run", "r"}), ("--config", "-Z"), "cargo run runs the program it builds, which the reader cannot see"
-    ),
-    "go": _runs_own_program_at(
-        frozenset({"run", "generate"}),
-        ("-exec", "--exec", "-toolexec", "--toolexec", "-vettool", "--vettool"),
-        "go run, go generate and -exec run programs the reader cannot see",
-    ),
     "nix": _nix,
     "nix-shell": _command_after(frozenset({"--run", "--command"}), script=True),
     "rustup": _runner(_Options(long_flags=frozenset({"install"}), positionals=1), "run"),
@@ -2390,6 +2352,7 @@ _WRAPPERS: dict[str, _Handler] = {
     "toybox": _wrapper(_Options()),
     "coproc": _coproc,
     "parallel": _parallel,
+    "ssh": _ssh,
 }
 """Commands that run other commands, and how to find the command they run."""
 
