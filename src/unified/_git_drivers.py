@@ -15,7 +15,11 @@ commands in `.git/config` that git runs at commands a policy allows as reads:
   pipes the archive through it;
 - `pager.<command> = <command>`: git writing to a terminal (Codex's `exec_command` with `tty`) runs it for that
   command, `core.pager` and its command-line setting notwithstanding (only `GIT_PAGER`, which unified's shell sets,
-  outranks it).
+  outranks it);
+- a `post-index-change` hook (in the repository's hooks folder, or one its `core.hooksPath` names): `git status` and
+  `git describe --dirty` write the index they refresh, and git runs it then. No setting turns one hook off, so such
+  a repository gets `core.hooksPath=/dev/null`: none of its hooks runs (a commit's neither; a repository whose
+  hooks run at commits and pushes only keeps them).
 
 Such commands run unasked in yolo mode, under a user's rule allowing `git diff` or `git log` (unified's shell), or
 as a user's answer to what looks like a read. No fixed setting stops them without changing every repository's git
@@ -66,6 +70,7 @@ NESTED_MAX = 64
 
 _HEADER = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]')
 _PATH = re.compile(r'^[ \t]*path[ \t]*=[ \t]*("(?:[^"\\\n]|\\.)*"|[^\n;#]*)', re.IGNORECASE | re.MULTILINE)
+_HOOKS_PATH = re.compile(r'^[ \t]*hookspath[ \t]*=[ \t]*("(?:[^"\\\n]|\\.)*"|[^\n;#]*)', re.IGNORECASE | re.MULTILINE)
 _KEY = re.compile(r"^[ \t]*([A-Za-z][A-Za-z0-9-]*)", re.MULTILINE)
 """A key at a line's start (or right after its section's header, on the header's line)."""
 _EXTERNAL = re.compile(r"external", re.IGNORECASE)
@@ -83,14 +88,18 @@ def overrides(directory: Path) -> list[tuple[str, str]]:
     a filter (none outside a repository)."""
     enclosing = _repository_config(directory)
     found: dict[str, str] = {}
-    for config in [*([enclosing] if enclosing is not None else []), *_nested(directory)]:
-        _read_drivers(config, found)
+    for top, config in [*([enclosing] if enclosing is not None else []), *_nested(directory)]:
+        _read_drivers(top, config, found)
     return list(found.items())
 
 
-def _read_drivers(config: list[Path], found: dict[str, str]) -> None:
-    """Into `found`, the settings that stop the drivers one repository's `config` files (and their includes) name."""
+def _read_drivers(top: Path, config: list[Path], found: dict[str, str]) -> None:
+    """Into `found`, the settings that stop the drivers one repository's `config` files (and their includes) name,
+    and its hooks when one runs at a read (`post-index-change`, in its hooks directory or `core.hooksPath`, relative
+    to `top`, its work tree's top)."""
+    hooks = [config[0].parent / "hooks"]
     for text in _texts(config):
+        hooks += [top / os.path.expanduser(_unquoted(match.group(1))) for match in _HOOKS_PATH.finditer(text)]
         headers = list(_HEADER.finditer(text))
         for at, header in enumerate(headers):
             section, sub = header.group(1).lower(), header.group(2)
@@ -115,6 +124,8 @@ def _read_drivers(config: list[Path], found: dict[str, str]) -> None:
                 body = text[header.end() : headers[at + 1].start() if at + 1 < len(headers) else len(text)]
                 for key in _KEY.findall(body):
                     found[f"pager.{key.lower()}"] = "false"
+    if any(os.path.lexists(place / "post-index-change") for place in hooks):
+        found["core.hooksPath"] = "/dev/null"  # every hook: no setting stops one alone
 
 
 def parameters(pairs: list[tuple[str, str]]) -> str:
@@ -126,14 +137,15 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def _repository_config(directory: Path) -> list[Path] | None:
-    """The config files of the repository enclosing `directory` (a `.git` directory, or a `.git` file's `gitdir:`):
-    its `config` and `config.worktree` (read when `extensions.worktreeConfig` is on), a worktree's own too."""
+def _repository_config(directory: Path) -> tuple[Path, list[Path]] | None:
+    """The top of the repository enclosing `directory` and its config files (a `.git` directory's, or a `.git`
+    file's `gitdir:`): its `config` and `config.worktree` (read when `extensions.worktreeConfig` is on), a
+    worktree's own too; the common directory's `config` first."""
     place = Path(os.path.abspath(directory))
     for _ in range(PARENTS_MAX):
         dot_git = place / ".git"
         if dot_git.is_dir():
-            return [dot_git / "config", dot_git / "config.worktree"]
+            return place, [dot_git / "config", dot_git / "config.worktree"]
         if dot_git.is_file():
             try:
                 line = _head(dot_git, 4096).strip()
@@ -146,16 +158,18 @@ def _repository_config(directory: Path) -> list[Path] | None:
                 common = (gitdir / _head(gitdir / "commondir", 4096).strip()).resolve()
             except OSError:
                 common = gitdir
-            return list(dict.fromkeys([common / "config", common / "config.worktree", gitdir / "config.worktree"]))
+            return place, list(
+                dict.fromkeys([common / "config", common / "config.worktree", gitdir / "config.worktree"])
+            )
         if place.parent == place:
             return None
         place = place.parent
     return None
 
 
-def _nested(directory: Path) -> Iterator[list[Path]]:
-    """The config files of each repository below `directory` (not the one enclosing it): a `.git` directory or file
-    (`_repository_config`), or a directory holding `HEAD` and `config` (a bare repository, used with `--git-dir`).
+def _nested(directory: Path) -> Iterator[tuple[Path, list[Path]]]:
+    """The top and config files of each repository below `directory` (not the one enclosing it): a `.git` directory
+    or file (`_repository_config`), or a directory holding `HEAD` and `config` (a bare one, used with `--git-dir`).
     Breadth first, links not followed, at most `NESTED_ENTRIES_MAX` entries and `NESTED_MAX` repositories."""
     top = Path(os.path.abspath(directory))
     queue, seen, repositories = [top], 0, 0
@@ -175,7 +189,7 @@ def _nested(directory: Path) -> Iterator[list[Path]]:
                 yield config
         if {"HEAD", "config"} <= names:
             repositories += 1
-            yield [place / "config"]
+            yield place, [place / "config"]
         for entry in listed:
             try:
                 if entry.name != ".git" and entry.is_dir(follow_symlinks=False):
@@ -199,11 +213,17 @@ def _texts(configs: list[Path]) -> Iterator[str]:
             continue
         yield text
         for match in _PATH.finditer(text):
-            value = match.group(1).strip()
-            if value.startswith('"') and value.endswith('"') and len(value) >= 2:
-                value = re.sub(r"\\(.)", r"\1", value[1:-1])
+            value = _unquoted(match.group(1))
             if value:
                 queue.append(path.parent / os.path.expanduser(value))
+
+
+def _unquoted(value: str) -> str:
+    """A config value as git reads it: stripped, and a quoted one without its quotes and escapes."""
+    value = value.strip()
+    if value.startswith('"') and value.endswith('"') and len(value) >= 2:
+        value = re.sub(r"\\(.)", r"\1", value[1:-1])
+    return value
 
 
 def _head(path: Path, size: int) -> str:

@@ -20,14 +20,17 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   directories below (`NESTED_ENTRIES_MAX` entries) for them;
 - `tar.<format>.command` ran at `git archive --format=<format>` (git's own `tar.gz` too), and `pager.<command>` at a
   git command writing to a terminal in a binary's child (`core.pager=cat` does not outrank it): now `gzip -cn` and
-  `false`.
+  `false`;
+- a repository's `post-index-change` hook (in `.git/hooks`, or a folder its `core.hooksPath` names) ran at `git
+  status` and `git describe --dirty`, which write the index they refresh: now such a repository gets
+  `core.hooksPath=/dev/null`.
 
 Measured and held (pins): `cargo run`, `go run|test -exec`, `git -c alias.x='!cmd'`, `ssh -o ProxyCommand`, `scp -S`,
 `rsync -e`, `tmux`, `at` are input writers (`protected_paths.toml`), asked under any allow rule; bash's readings
 that differ from a plain word's (here-strings, `${x:-$(..)}`, `$(( a[$(..)] ))`, `${x@P}`, brace expansion with a
 substitution, process substitution, functions, aliases, `BASH_ENV`/`ENV`/`PS4`/`IFS`/`PATH`/`LD_PRELOAD`/
 `NODE_OPTIONS`/`PYTHONSTARTUP`/`PERL5OPT` prefixes, `./ls`, `git -C ..`, `--git-dir`) are asked; a repository's
-`alias.status = !cmd` never shadows `git status`. Not fixed: hooks and `core.hooksPath` at a commit, editors,
+`alias.status = !cmd` never shadows `git status`. Not fixed: the other hooks (a commit's), editors,
 `credential.helper`, `core.sshCommand`, `protocol.ext.allow`, `url.*.insteadOf` (writes or network, asked).
 
 Attacks that held are kept below their section as pins.
@@ -376,3 +379,49 @@ def test_what_bash_reads_otherwise_is_asked_under_allow_rules_for_reads(command:
     is asked or denied."""
     verdict = Policy.default().with_toml(_ALLOW_READS).evaluate(SHELL, {"command": command}, "default")
     assert verdict.decision in ("ask_user", "deny"), command
+
+
+# 5. a hook that runs at a read
+
+
+def _hooked(ws: Path, marker: Path, where: str) -> None:
+    """A repository whose `post-index-change` hook (in `.git/hooks`, or a workspace folder its `core.hooksPath`
+    names) makes the marker, with `a.txt`'s time changed so that git refreshes its index."""
+    _repository(ws, {"core.hooksPath": "tools/h"} if where == "hooksPath" else None, attributes="")
+    _git(ws, "checkout", "-q", "--", ".")
+    folder = ws / "tools" / "h" if where == "hooksPath" else ws / ".git" / "hooks"
+    folder.mkdir(parents=True, exist_ok=True)
+    hook = folder / "post-index-change"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    os.utime(ws / "a.txt", (1e9, 1e9))
+
+
+@pytest.mark.e2e  # runs git
+@pytest.mark.parametrize("command", ["git status", "git describe --dirty --always"])
+@pytest.mark.parametrize("where", ["hooksPath", "dot-git"])
+@pytest.mark.parametrize("who", ["binary", "unified"])
+def test_a_repository_hook_does_not_run_at_a_read(tmp_path: Path, command: str, where: str, who: str) -> None:
+    """SUCCEEDED before: `git status` and `git describe --dirty` write the refreshed index, and git runs the
+    repository's `post-index-change` hook when it does (the marker made; `GIT_OPTIONAL_LOCKS=0` stops it at
+    `status` only). Now such a repository gets `core.hooksPath=/dev/null`."""
+    ws, marker = tmp_path / "ws", tmp_path / "marker"
+    _hooked(ws, marker, where)
+    done = _run(ws, command, _environment(who, ws, tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists(), command
+
+
+@pytest.mark.unit
+def test_a_repository_with_other_hooks_keeps_them(tmp_path: Path) -> None:
+    """The pin: hooks that run at a commit or a push only (`pre-commit`, husky's folder) are the repository's to
+    keep (a commit is asked); only a `post-index-change` hook, which a read runs, turns hooks off."""
+    ws = tmp_path / "ws"
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / ".git" / "config").write_text("[core]\n\thooksPath = .husky/_\n")
+    (ws / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\n")
+    (ws / ".husky" / "_").mkdir(parents=True)
+    (ws / ".husky" / "_" / "pre-push").write_text("#!/bin/sh\n")
+    assert _git_drivers.overrides(ws) == []
+    (ws / ".husky" / "_" / "post-index-change").write_text("#!/bin/sh\n")
+    assert _git_drivers.overrides(ws) == [("core.hooksPath", "/dev/null")]
