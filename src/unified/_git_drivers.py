@@ -151,12 +151,12 @@ def _repository_config(directory: Path) -> tuple[Path, list[Path]] | None:
                 line = _head(dot_git, 4096).strip()
             except OSError:
                 return None
-            if not line.startswith("gitdir:"):
+            if not line.startswith("gitdir:") or "\0" in line:  # a NUL: no name git can follow (it raised here)
                 return None
             gitdir = (place / line.removeprefix("gitdir:").strip()).resolve()
             try:  # a worktree's: the main repository's config holds the rest
                 common = (gitdir / _head(gitdir / "commondir", 4096).strip()).resolve()
-            except OSError:
+            except (OSError, ValueError):
                 common = gitdir
             return place, list(
                 dict.fromkeys([common / "config", common / "config.worktree", gitdir / "config.worktree"])
@@ -209,7 +209,8 @@ def _texts(configs: list[Path]) -> Iterator[str]:
         seen.add(path)
         try:
             text = _head(path, CONFIG_MAX_BYTES)
-        except OSError:  # missing, unreadable, or no regular file (a FIFO would block the read for ever)
+        except (OSError, ValueError):  # missing, unreadable, no regular file (a FIFO would block the read for ever),
+            # or a name git cannot have either (a NUL in it: `path = a\0b` raised, and every command failed to start)
             continue
         yield text
         for match in _PATH.finditer(text):

@@ -425,3 +425,35 @@ def test_a_repository_with_other_hooks_keeps_them(tmp_path: Path) -> None:
     assert _git_drivers.overrides(ws) == []
     (ws / ".husky" / "_" / "post-index-change").write_text("#!/bin/sh\n")
     assert _git_drivers.overrides(ws) == [("core.hooksPath", "/dev/null")]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("key", ["path", "hooksPath"])
+def test_a_nul_in_a_config_path_is_passed_over(tmp_path: Path, key: str) -> None:
+    """SUCCEEDED before (`path`): an include naming a file with a NUL byte in its name raised `ValueError` from the
+    read of the config, so every command of unified's shell and every binary's start failed in that workspace. Now
+    it is passed over as a missing file is; the repository's other drivers are still found."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_bytes(f'[core]\n\t{key} = a\0b\n[diff "evil"]\n\ttextconv = x\n'.encode())
+    assert _git_drivers.overrides(tmp_path) == [("diff.evil.textconv", "cat")]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("where", ["enclosing", "nested", "commondir"])
+def test_a_nul_in_a_git_file_is_passed_over(tmp_path: Path, where: str) -> None:
+    """SUCCEEDED before (`enclosing`; `nested` since the walk below): a `.git` file `gitdir: a<NUL>b` raised
+    `ValueError`, so every command in that workspace failed to start. Now it is no repository; a `commondir` with a
+    NUL is none either (the worktree's own folder is read)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    if where == "commondir":
+        (tmp_path / "g").mkdir()
+        (tmp_path / "g" / "commondir").write_bytes(b"a\0b\n")
+        (tmp_path / "g" / "config.worktree").write_text('[diff "evil"]\n\ttextconv = x\n')
+        (ws / ".git").write_text(f"gitdir: {tmp_path / 'g'}\n")
+        assert _git_drivers.overrides(ws) == [("diff.evil.textconv", "cat")]
+        return
+    place = ws / "sub" if where == "nested" else ws
+    place.mkdir(exist_ok=True)
+    (place / ".git").write_bytes(b"gitdir: a\0b\n")
+    assert _git_drivers.overrides(ws) == []
