@@ -16,6 +16,12 @@ commands in `.git/config` that git runs at commands a policy allows as reads:
 - `pager.<command> = <command>`: git writing to a terminal (Codex's `exec_command` with `tty`) runs it for that
   command, `core.pager` and its command-line setting notwithstanding (only `GIT_PAGER`, which unified's shell sets,
   outranks it);
+- `remote.<name>.uploadpack` (a local or `file://` remote's), `core.sshCommand` (an `ssh://` one's), `core.gitProxy`
+  (a `git://` one's), `ext::` URLs with `protocol.ext.allow` (or `protocol.allow = always`), `core.askPass` and
+  `credential.helper = !<command>`: `git ls-remote` and `git remote show origin` (reads to Claude Code, unasked)
+  run them. They get `protocol.file.allow=never` (git takes the first `uploadpack` given, the repository's: no local
+  remote then), `ssh`, `protocol.git.allow=never` (its proxy likewise), `protocol.ext.allow=never`, no askpass
+  program and no credential helper (an empty one empties the list, the user's own too);
 - a `post-index-change` hook (in the repository's hooks folder, or one its `core.hooksPath` names): `git status` and
   `git describe --dirty` write the index they refresh, and git runs it then. No setting turns one hook off, so such
   a repository gets `core.hooksPath=/dev/null`: none of its hooks runs (a commit's neither; a repository whose
@@ -74,6 +80,12 @@ _HOOKS_PATH = re.compile(r'^[ \t]*hookspath[ \t]*=[ \t]*("(?:[^"\\\n]|\\.)*"|[^\
 _KEY = re.compile(r"^[ \t]*([A-Za-z][A-Za-z0-9-]*)", re.MULTILINE)
 """A key at a line's start (or right after its section's header, on the header's line)."""
 _EXTERNAL = re.compile(r"external", re.IGNORECASE)
+_CORE_REMOTE = {
+    "sshcommand": ("core.sshCommand", "ssh"),
+    "askpass": ("core.askPass", ""),  # none: git asks no one (unified's shell: GIT_TERMINAL_PROMPT=0)
+    "gitproxy": ("protocol.git.allow", "never"),  # the repository's proxy comes before ours: no git:// at all
+}
+"""`core` keys that name a command git runs to reach a remote, and the settings that stop it."""
 _COMMAND = re.compile(r"command", re.IGNORECASE)
 _GPG_DEFAULTS = {
     "gpg.program": "gpg",
@@ -120,10 +132,18 @@ def _read_drivers(top: Path, config: list[Path], found: dict[str, str]) -> None:
                     found[f"filter.{sub}.{key}"] = ""
             elif section == "tar" and sub is not None:
                 found[f"tar.{sub}.command"] = "gzip -cn"  # git's own for tgz and tar.gz
-            elif section == "pager" and sub is None:
-                body = text[header.end() : headers[at + 1].start() if at + 1 < len(headers) else len(text)]
-                for key in _KEY.findall(body):
-                    found[f"pager.{key.lower()}"] = "false"
+            body = text[header.end() : headers[at + 1].start() if at + 1 < len(headers) else len(text)]
+            keys = dict.fromkeys(key.lower() for key in _KEY.findall(body))  # in order: the settings' order
+            if section == "pager" and sub is None:
+                found.update((f"pager.{key}", "false") for key in keys)
+            elif section == "remote" and keys.keys() & {"uploadpack", "receivepack"}:  # the first one given wins: git's
+                found["protocol.file.allow"] = "never"  # `file://` and local paths then refuse to run any
+            elif section == "core":
+                found.update(setting for key, setting in _CORE_REMOTE.items() if key in keys)
+            elif section == "protocol":  # `protocol.allow = always` allows `ext::` too
+                found["protocol.ext.allow"] = "never"
+            elif section == "credential":  # an empty helper empties the list (the user's own helpers too)
+                found["credential.helper"] = ""
     if any(os.path.lexists(place / "post-index-change") for place in hooks):
         found["core.hooksPath"] = "/dev/null"  # every hook: no setting stops one alone
 

@@ -23,15 +23,21 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   `false`;
 - a repository's `post-index-change` hook (in `.git/hooks`, or a folder its `core.hooksPath` names) ran at `git
   status` and `git describe --dirty`, which write the index they refresh: now such a repository gets
-  `core.hooksPath=/dev/null`.
+  `core.hooksPath=/dev/null`;
+- `git ls-remote` and `git remote show origin`, reads Claude Code runs unasked, ran what the repository names to
+  reach a remote: a local remote's `uploadpack`, `core.sshCommand`, `core.gitProxy`, an `ext::` URL it allows
+  (`protocol.ext.allow`, `protocol.allow`, through `url.*.insteadOf` too). Now git refuses those transports or
+  runs its own `ssh`; `core.askPass` and `credential.helper` are emptied for such a repository too;
+- a NUL byte in an include's path, a `.git` file's `gitdir:` or a `commondir` raised `ValueError`: every command in
+  that workspace failed to start.
 
 Measured and held (pins): `cargo run`, `go run|test -exec`, `git -c alias.x='!cmd'`, `ssh -o ProxyCommand`, `scp -S`,
 `rsync -e`, `tmux`, `at` are input writers (`protected_paths.toml`), asked under any allow rule; bash's readings
 that differ from a plain word's (here-strings, `${x:-$(..)}`, `$(( a[$(..)] ))`, `${x@P}`, brace expansion with a
 substitution, process substitution, functions, aliases, `BASH_ENV`/`ENV`/`PS4`/`IFS`/`PATH`/`LD_PRELOAD`/
 `NODE_OPTIONS`/`PYTHONSTARTUP`/`PERL5OPT` prefixes, `./ls`, `git -C ..`, `--git-dir`) are asked; a repository's
-`alias.status = !cmd` never shadows `git status`. Not fixed: the other hooks (a commit's), editors,
-`credential.helper`, `core.sshCommand`, `protocol.ext.allow`, `url.*.insteadOf` (writes or network, asked).
+`alias.status = !cmd` never shadows `git status`. Not fixed: the other hooks (a commit's) and
+editors (writes, asked).
 
 Attacks that held are kept below their section as pins.
 """
@@ -457,3 +463,60 @@ def test_a_nul_in_a_git_file_is_passed_over(tmp_path: Path, where: str) -> None:
     place.mkdir(exist_ok=True)
     (place / ".git").write_bytes(b"gitdir: a\0b\n")
     assert _git_drivers.overrides(ws) == []
+
+
+# 6. what a hostile repository's config runs to reach a remote
+
+
+def _remote_config(name: str, marker: Path, tmp_path: Path) -> dict[str, str]:
+    proxy = tmp_path / "proxy"
+    proxy.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    proxy.chmod(0o755)
+    return {
+        "uploadpack": {"remote.origin.url": ".", "remote.origin.uploadpack": f"touch {marker}; git-upload-pack"},
+        "sshCommand": {"remote.origin.url": "ssh://example.invalid/x", "core.sshCommand": f"touch {marker}; false"},
+        "ext": {"remote.origin.url": f"ext::sh -c touch% {marker}", "protocol.ext.allow": "always"},
+        "protocol.allow": {"remote.origin.url": f"ext::sh -c touch% {marker}", "protocol.allow": "always"},
+        "insteadOf": {
+            "remote.origin.url": "https://x.invalid/y",
+            f"url.ext::sh -c touch% {marker}% .insteadOf": "https://x.invalid/",
+            "protocol.ext.allow": "always",
+        },
+        "gitProxy": {"remote.origin.url": "git://example.invalid/x", "core.gitProxy": str(proxy)},
+    }[name]
+
+
+@pytest.mark.e2e  # runs git
+@pytest.mark.parametrize("name", ["uploadpack", "sshCommand", "ext", "protocol.allow", "insteadOf", "gitProxy"])
+@pytest.mark.parametrize("who", ["binary", "unified"])
+def test_a_read_of_the_remote_runs_no_command_of_the_repository(tmp_path: Path, name: str, who: str) -> None:
+    """SUCCEEDED before: Claude Code runs `git ls-remote` (no arguments) and `git remote show origin` unasked, as
+    reads, and git ran the command the repository's config names to reach `origin` (the marker made). Now git
+    refuses the transport or runs its own (`ssh`): the command fails, nothing of the repository's runs."""
+    ws, marker = tmp_path / "ws", tmp_path / "marker"
+    _repository(ws, _remote_config(name, marker, tmp_path), attributes="")
+    env = _environment(who, ws, tmp_path)
+    for command in ("git ls-remote", "git remote show origin"):
+        _run(ws, f"timeout 60 {command}", env)
+        assert not marker.exists(), command
+
+
+@pytest.mark.unit
+def test_the_remote_settings_of_a_repository(tmp_path: Path) -> None:
+    """What is overridden, and the pin: a repository's ordinary remotes and branches add nothing."""
+    (tmp_path / ".git").mkdir()
+    config = tmp_path / ".git" / "config"
+    config.write_text(
+        '[core]\n\tbare = false\n[remote "origin"]\n\turl = https://example.com/x\n\tfetch = +refs/heads/*:x\n'
+        '[branch "main"]\n\tremote = origin\n'
+    )
+    assert _git_drivers.overrides(tmp_path) == []
+    config.write_text(
+        '[core]\n\tsshCommand = x\n\taskPass = y\n[credential]\n\thelper = !z\n[remote "o"]\n\tuploadpack = w\n'
+    )
+    assert dict(_git_drivers.overrides(tmp_path)) == {
+        "core.sshCommand": "ssh",
+        "core.askPass": "",
+        "credential.helper": "",
+        "protocol.file.allow": "never",
+    }
