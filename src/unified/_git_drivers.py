@@ -10,25 +10,48 @@ commands in `.git/config` that git runs at commands a policy allows as reads:
   `git status` (a file whose time changed but not its size) run them;
 - `gpg.program` (and `gpg.<format>.program`), a program of the repository's own files: `git log` and `git show` run
   it for a commit carrying a signature (any bytes: no key needed) when `log.showSignature` is on (the repository's
-  config may turn it on), as `--show-signature` and `--format=%G?` always do.
+  config may turn it on), as `--show-signature` and `--format=%G?` always do;
+- `tar.<format>.command`: `git archive --format=<format>` (the repository may name `tgz` or `tar.gz`, git's own)
+  pipes the archive through it;
+- `pager.<command> = <command>`: git writing to a terminal (Codex's `exec_command` with `tty`) runs it for that
+  command, `core.pager` and its command-line setting notwithstanding (only `GIT_PAGER`, which unified's shell sets,
+  outranks it);
+- `remote.<name>.uploadpack` (a local or `file://` remote's), `core.sshCommand` (an `ssh://` one's), `core.gitProxy`
+  (a `git://` one's), `ext::` URLs with `protocol.ext.allow` (or `protocol.allow = always`), `core.askPass` and
+  `credential.helper = !<command>`: `git ls-remote` and `git remote show origin` (reads to Claude Code, unasked)
+  run them. They get `protocol.file.allow=never` (git takes the first `uploadpack` given, the repository's: no local
+  remote then), `ssh`, `protocol.git.allow=never` (its proxy likewise), `protocol.ext.allow=never`, no askpass
+  program and no credential helper (an empty one empties the list, the user's own too);
+- a `post-index-change` hook (in the repository's hooks folder, or one its `core.hooksPath` names): `git status` and
+  `git describe --dirty` write the index they refresh, and git runs it then. No setting turns one hook off, so such
+  a repository gets `core.hooksPath=/dev/null`: none of its hooks runs (a commit's neither; a repository whose
+  hooks run at commits and pushes only keeps them).
 
 Such commands run unasked in yolo mode, under a user's rule allowing `git diff` or `git log` (unified's shell), or
 as a user's answer to what looks like a read. No fixed setting stops them without changing every repository's git
 (an empty `diff.external` fails every diff), and a driver's keys carry a name the repository chose, so `overrides`
 reads the config of the repository enclosing a directory (and the files it includes, bounded) for the names of its
-`diff`, `filter` and `gpg` sections, and overrides what it names: `textconv` with `cat` (a diff shows the file as
-it is), `command` and `diff.external` with nothing (git refuses to diff: `cannot run`; a repository that names one
-is hostile or odd, and failing beats running it), `clean`, `smudge` and `process` with nothing (git copies the file
-as it is), and the signature programs with git's defaults (`gpg`, `gpgsm`, `ssh-keygen`). Command-line configuration
+`diff`, `filter`, `gpg`, `tar` and `pager` sections, and overrides what it names: `textconv` with `cat` (a diff
+shows the file as it is), `command` and `diff.external` with nothing (git refuses to diff: `cannot run`; a
+repository that names one is hostile or odd, and failing beats running it), `clean`, `smudge` and `process` with
+nothing (git copies the file as it is), the signature programs with git's defaults (`gpg`, `gpgsm`, `ssh-keygen`),
+an archive format's command with git's `gzip -cn`, and a command's pager with `false` (none). Command-line configuration
 (`GIT_CONFIG_PARAMETERS`, `GIT_CONFIG_KEY_<n>`) outranks the repository's, and it is read again for every command
 of unified's shell, so a driver added later (in an included file the model may write) is seen too. Codex's child
 gets those read at the run's start (`_binary.environment.child_env`'s `cwd`): a driver added later in a file the
-repository's config includes is not seen there. In both, a repository a command reaches elsewhere (`git -C`, a
-nested one below the directory) is not read: it is asked only as any command is.
+repository's config includes is not seen there.
+
+A command reaches other repositories below its directory too: a nested one (`cd sub && git diff`, `git -C sub
+diff`, a `.git` file whose `gitdir:` leads elsewhere) or a directory of a bare repository's shape (`git
+--git-dir=x --work-tree=. diff`): each ran its own drivers, since only the enclosing repository's config was read.
+So the directories below are walked too (`NESTED_ENTRIES_MAX` entries, links not followed) for a `.git` or a
+directory holding both `HEAD` and `config`, and their drivers overridden as well (settings for a driver no
+repository uses change nothing). One further down, or outside the directory, is not read.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Iterator
@@ -36,7 +59,7 @@ from pathlib import Path
 
 from unified._files import open_regular
 
-__all__ = ["CONFIG_MAX_BYTES", "INCLUDES_MAX", "overrides", "parameters"]
+__all__ = ["CONFIG_MAX_BYTES", "INCLUDES_MAX", "NESTED_ENTRIES_MAX", "NESTED_MAX", "overrides", "parameters"]
 
 CONFIG_MAX_BYTES = 1 << 20
 """Of each config file, the first MiB is read (git reads the whole file: a driver defined past it is missed)."""
@@ -44,10 +67,25 @@ INCLUDES_MAX = 32
 """Config files read per repository, its own and those it includes (`include.path`, `includeIf.*.path`)."""
 PARENTS_MAX = 64
 """Directories walked up from the command's to find the repository enclosing it."""
+NESTED_ENTRIES_MAX = 8192
+"""Entries of the directories below the command's looked at for a repository of their own (breadth first): up to
+30 ms on a busy machine (2 ms for a small workspace), paid by every command of unified's shell and every binary's
+start."""
+NESTED_MAX = 64
+"""Repositories below the command's whose config is read."""
 
 _HEADER = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]')
 _PATH = re.compile(r'^[ \t]*path[ \t]*=[ \t]*("(?:[^"\\\n]|\\.)*"|[^\n;#]*)', re.IGNORECASE | re.MULTILINE)
+_HOOKS_PATH = re.compile(r'^[ \t]*hookspath[ \t]*=[ \t]*("(?:[^"\\\n]|\\.)*"|[^\n;#]*)', re.IGNORECASE | re.MULTILINE)
+_KEY = re.compile(r"^[ \t]*([A-Za-z][A-Za-z0-9-]*)", re.MULTILINE)
+"""A key at a line's start (or right after its section's header, on the header's line)."""
 _EXTERNAL = re.compile(r"external", re.IGNORECASE)
+_CORE_REMOTE = {
+    "sshcommand": ("core.sshCommand", "ssh"),
+    "askpass": ("core.askPass", ""),  # none: git asks no one (unified's shell: GIT_TERMINAL_PROMPT=0)
+    "gitproxy": ("protocol.git.allow", "never"),  # the repository's proxy comes before ours: no git:// at all
+}
+"""`core` keys that name a command git runs to reach a remote, and the settings that stop it."""
 _COMMAND = re.compile(r"command", re.IGNORECASE)
 _GPG_DEFAULTS = {
     "gpg.program": "gpg",
@@ -60,12 +98,22 @@ _GPG_DEFAULTS = {
 def overrides(directory: Path) -> list[tuple[str, str]]:
     """The settings that stop the commands the config of the repository enclosing `directory` names for a diff or
     a filter (none outside a repository)."""
-    config = _repository_config(directory)
-    if config is None:
-        return []
+    enclosing = _repository_config(directory)
     found: dict[str, str] = {}
+    for top, config in [*([enclosing] if enclosing is not None else []), *_nested(directory)]:
+        _read_drivers(top, config, found)
+    return list(found.items())
+
+
+def _read_drivers(top: Path, config: list[Path], found: dict[str, str]) -> None:
+    """Into `found`, the settings that stop the drivers one repository's `config` files (and their includes) name,
+    and its hooks when one runs at a read (`post-index-change`, in its hooks directory or `core.hooksPath`, relative
+    to `top`, its work tree's top)."""
+    hooks = [config[0].parent / "hooks"]
     for text in _texts(config):
-        for header in _HEADER.finditer(text):
+        hooks += [top / os.path.expanduser(_unquoted(match.group(1))) for match in _HOOKS_PATH.finditer(text)]
+        headers = list(_HEADER.finditer(text))
+        for at, header in enumerate(headers):
             section, sub = header.group(1).lower(), header.group(2)
             if sub is None and "." in section:  # the old form `[diff.name]`, its name lowercased
                 section, _, sub = section.partition(".")
@@ -82,7 +130,22 @@ def overrides(directory: Path) -> list[tuple[str, str]]:
             elif section == "filter" and sub is not None:
                 for key in ("clean", "smudge", "process"):
                     found[f"filter.{sub}.{key}"] = ""
-    return list(found.items())
+            elif section == "tar" and sub is not None:
+                found[f"tar.{sub}.command"] = "gzip -cn"  # git's own for tgz and tar.gz
+            body = text[header.end() : headers[at + 1].start() if at + 1 < len(headers) else len(text)]
+            keys = dict.fromkeys(key.lower() for key in _KEY.findall(body))  # in order: the settings' order
+            if section == "pager" and sub is None:
+                found.update((f"pager.{key}", "false") for key in keys)
+            elif section == "remote" and keys.keys() & {"uploadpack", "receivepack"}:  # the first one given wins: git's
+                found["protocol.file.allow"] = "never"  # `file://` and local paths then refuse to run any
+            elif section == "core":
+                found.update(setting for key, setting in _CORE_REMOTE.items() if key in keys)
+            elif section == "protocol":  # `protocol.allow = always` allows `ext::` too
+                found["protocol.ext.allow"] = "never"
+            elif section == "credential":  # an empty helper empties the list (the user's own helpers too)
+                found["credential.helper"] = ""
+    if any(os.path.lexists(place / "post-index-change") for place in hooks):
+        found["core.hooksPath"] = "/dev/null"  # every hook: no setting stops one alone
 
 
 def parameters(pairs: list[tuple[str, str]]) -> str:
@@ -94,31 +157,65 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def _repository_config(directory: Path) -> list[Path] | None:
-    """The config files of the repository enclosing `directory` (a `.git` directory, or a `.git` file's `gitdir:`):
-    its `config` and `config.worktree` (read when `extensions.worktreeConfig` is on), a worktree's own too."""
+def _repository_config(directory: Path) -> tuple[Path, list[Path]] | None:
+    """The top of the repository enclosing `directory` and its config files (a `.git` directory's, or a `.git`
+    file's `gitdir:`): its `config` and `config.worktree` (read when `extensions.worktreeConfig` is on), a
+    worktree's own too; the common directory's `config` first."""
     place = Path(os.path.abspath(directory))
     for _ in range(PARENTS_MAX):
         dot_git = place / ".git"
         if dot_git.is_dir():
-            return [dot_git / "config", dot_git / "config.worktree"]
+            return place, [dot_git / "config", dot_git / "config.worktree"]
         if dot_git.is_file():
             try:
                 line = _head(dot_git, 4096).strip()
             except OSError:
                 return None
-            if not line.startswith("gitdir:"):
+            if not line.startswith("gitdir:") or "\0" in line:  # a NUL: no name git can follow (it raised here)
                 return None
             gitdir = (place / line.removeprefix("gitdir:").strip()).resolve()
             try:  # a worktree's: the main repository's config holds the rest
                 common = (gitdir / _head(gitdir / "commondir", 4096).strip()).resolve()
-            except OSError:
+            except (OSError, ValueError):
                 common = gitdir
-            return list(dict.fromkeys([common / "config", common / "config.worktree", gitdir / "config.worktree"]))
+            return place, list(
+                dict.fromkeys([common / "config", common / "config.worktree", gitdir / "config.worktree"])
+            )
         if place.parent == place:
             return None
         place = place.parent
     return None
+
+
+def _nested(directory: Path) -> Iterator[tuple[Path, list[Path]]]:
+    """The top and config files of each repository below `directory` (not the one enclosing it): a `.git` directory
+    or file (`_repository_config`), or a directory holding `HEAD` and `config` (a bare one, used with `--git-dir`).
+    Breadth first, links not followed, at most `NESTED_ENTRIES_MAX` entries and `NESTED_MAX` repositories."""
+    top = Path(os.path.abspath(directory))
+    queue, seen, repositories = [top], 0, 0
+    while queue and seen < NESTED_ENTRIES_MAX and repositories < NESTED_MAX:
+        place = queue.pop(0)
+        try:
+            with os.scandir(place) as entries:
+                listed = list(itertools.islice(entries, NESTED_ENTRIES_MAX - seen))
+        except OSError:
+            continue
+        seen += len(listed) + 1
+        names = {entry.name for entry in listed}
+        if place != top and ".git" in names:
+            config = _repository_config(place)
+            if config is not None:
+                repositories += 1
+                yield config
+        if {"HEAD", "config"} <= names:
+            repositories += 1
+            yield place, [place / "config"]
+        for entry in listed:
+            try:
+                if entry.name != ".git" and entry.is_dir(follow_symlinks=False):
+                    queue.append(Path(entry.path))
+            except OSError:
+                continue
 
 
 def _texts(configs: list[Path]) -> Iterator[str]:
@@ -132,15 +229,22 @@ def _texts(configs: list[Path]) -> Iterator[str]:
         seen.add(path)
         try:
             text = _head(path, CONFIG_MAX_BYTES)
-        except OSError:  # missing, unreadable, or no regular file (a FIFO would block the read for ever)
+        except (OSError, ValueError):  # missing, unreadable, no regular file (a FIFO would block the read for ever),
+            # or a name git cannot have either (a NUL in it: `path = a\0b` raised, and every command failed to start)
             continue
         yield text
         for match in _PATH.finditer(text):
-            value = match.group(1).strip()
-            if value.startswith('"') and value.endswith('"') and len(value) >= 2:
-                value = re.sub(r"\\(.)", r"\1", value[1:-1])
+            value = _unquoted(match.group(1))
             if value:
                 queue.append(path.parent / os.path.expanduser(value))
+
+
+def _unquoted(value: str) -> str:
+    """A config value as git reads it: stripped, and a quoted one without its quotes and escapes."""
+    value = value.strip()
+    if value.startswith('"') and value.endswith('"') and len(value) >= 2:
+        value = re.sub(r"\\(.)", r"\1", value[1:-1])
+    return value
 
 
 def _head(path: Path, size: int) -> str:

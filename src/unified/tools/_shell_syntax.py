@@ -1517,6 +1517,19 @@ def _cover_since(walker: _Walker, start: int) -> None:
     walker.out[start:] = [replace(part, covered=True) for part in walker.out[start:]]
 
 
+def _run_covered(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """The command a runner starts, `covered` (`_cover_since`). One whose first word is an option (`mise exec -- --
+    rm x`, `uv run -- -- rm x`) is unknown: the runner's own parser may take that word for its `--` or an option's
+    value and run what follows, where the reader saw a command named `--`."""
+    start = len(walker.out)
+    if words and words[0] is not None and words[0].startswith("-"):
+        reason = f"{' '.join(inv.via[-1:])} runs {words[0]!r}, which its parser may read as an option"
+        walker.out.append(inv.unknown(reason))
+    else:
+        walker.resolve(words, inv)
+    _cover_since(walker, start)
+
+
 def _runner(options: _Options, *verbs: str, scoped: bool = False, commands: frozenset[str] = frozenset()) -> _Handler:
     """A package or environment manager that runs a command (`uv run rm x`, `npx rm x`, `bundle exec rm x`) after
     its `verbs` (none for `npx`) and the `options` it reads (its own and the verb's, taken in either place).
@@ -1535,7 +1548,7 @@ def _runner(options: _Options, *verbs: str, scoped: bool = False, commands: froz
         name = command_name(words[0] or "")
         args = words[1:]
         verb: tuple[str, ...] = ()
-        if wanted:
+        if wanted or commands:
             split = leading.split(args)
             if isinstance(split, str):
                 if commands or any(word in args for verb in wanted for word in verb[:1]):
@@ -1543,9 +1556,7 @@ def _runner(options: _Options, *verbs: str, scoped: bool = False, commands: froz
                 return
             verb = next((verb for verb in wanted if tuple(split[1][: len(verb)]) == verb), ())
             if not verb and commands and split[1] and split[1][0] not in commands:
-                start = len(walker.out)
-                walker.resolve(split[1], replace(inv, via=(*inv.via, name)))
-                _cover_since(walker, start)
+                _run_covered(walker, split[1], replace(inv, via=(*inv.via, name)))
                 return
             if not verb:
                 return  # not a verb that runs a command (`uv pip install`, `npm test`)
@@ -1559,7 +1570,8 @@ def _runner(options: _Options, *verbs: str, scoped: bool = False, commands: froz
         elif split[1] and scoped and split[1][0] is not None and ":" in split[1][0]:
             walker.out.append(covered.unknown(f"{label} runs {split[1][0]!r} in an environment the reader cannot see"))
         elif split[1]:
-            walker.resolve(split[1], covered)
+            rest = split[1][1:] if options.positionals and split[1][0] == "--" else split[1]
+            _run_covered(walker, rest, covered)
         _cover_since(walker, start)
 
     return handle
@@ -1574,6 +1586,85 @@ def _runs_own_program(reason: str) -> _Handler:
         walker.out.append(replace(inv.unknown(reason), covered=True))
 
     return handle
+
+
+_COREPACK_COMMANDS = frozenset({"enable", "disable", "prepare", "install", "pack", "use", "up", "cache", "hydrate"})
+
+
+def _corepack(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """`corepack pnpm@9 exec rm x` runs the package manager its first word names, at a version (`@9`) the reader
+    drops to know it (`pnpm`, `npx`, `yarn`: runners of their own); its own commands (`corepack enable`) run none."""
+    walker.out.append(inv.command(words))
+    first = words[1] if len(words) > 1 else ""
+    if first is None or (first and first not in _COREPACK_COMMANDS):
+        named = None if first is None else first.split("@", 1)[0]
+        _run_covered(walker, [named, *words[2:]], replace(inv, via=(*inv.via, "corepack")))
+
+
+_DOTENV_OPTIONS = _Options(
+    valued="efvpq",
+    optional_valued="c",
+    flags="o",
+    long_valued=frozenset({"file", "quote", "export"}),
+    long_flags=frozenset({"debug", "no-expand", "override", "no-override", "quiet"}),
+)
+"""dotenv-cli's (`-e FILE`, `-v VAR=x`, `-p VAR`, `-c [ENV]`, `-o`) and python-dotenv's (`-f FILE`, `-q MODE`)."""
+
+
+def _dotenv(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """Two programs are named `dotenv`: dotenv-cli runs the command after its options (`dotenv -e .env -- rm x`),
+    python-dotenv the one after its `run` (`dotenv -f .env run rm x`). Both readings are judged: a deny rule for
+    `rm` holds through either."""
+    walker.out.append(inv.command(words))
+    covered = replace(inv, via=(*inv.via, "dotenv"))
+    split = _DOTENV_OPTIONS.split(words[1:])
+    if isinstance(split, str):
+        start = len(walker.out)
+        walker.out.append(covered.unknown(f"dotenv: {split}"))
+        _cover_since(walker, start)
+        return
+    rest = split[1]
+    if rest:
+        _run_covered(walker, rest, covered)
+    if rest[:1] == ["run"]:
+        after = rest[1:]
+        while after[:1] in (["--override"], ["--no-override"]):
+            after = after[1:]
+        if after:
+            _run_covered(walker, after, covered)
+
+
+def _scl(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """Software Collections: `scl enable COLLECTION... 'SCRIPT'` runs its last word as a shell script, `scl
+    COLLECTION... -- cmd args` the command after `--`; its listings (`scl -l`) run none."""
+    if "--" in words:
+        _SCL_COMMAND(walker, words, inv)
+        return
+    walker.out.append(inv.command(words))
+    if None in words[1:]:
+        walker.out.append(replace(inv.unknown("scl: an argument only known at run time"), covered=True))
+    elif words[1:2] in (["enable"], ["run"]) and len(words) > 3:
+        start = len(walker.out)
+        walker.script(words[-1:], inv, "scl enable")
+        _cover_since(walker, start)
+
+
+_SSH_OPTIONS = _Options(flags="46AaCfGgKkMNnqsTtVvXxYy", valued="BbcDEeFIiJLlmOoPpQRSWw", positionals=1)
+
+
+def _ssh(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+    """ssh's words after its host are a shell script the host's shell runs (`ssh localhost rm x` removes x here): a
+    part of its own, covered (`_runner`); an option it does not know makes it unknown. (Its options that run a
+    command here, `-o ProxyCommand=CMD`, `-F FILE`, are `protected_paths.toml`'s.)"""
+    walker.out.append(inv.command(words))
+    covered = replace(inv, via=(*inv.via, "ssh"))
+    start = len(walker.out)
+    split = _SSH_OPTIONS.split(words[1:])
+    if isinstance(split, str):
+        walker.out.append(covered.unknown(f"ssh: {split}"))
+    elif split[1]:
+        walker.script(split[1], covered, "ssh")
+    _cover_since(walker, start)
 
 
 def _command_after(markers: frozenset[str], *, script: bool = False) -> _Handler:
@@ -1597,7 +1688,7 @@ def _command_after(markers: frozenset[str], *, script: bool = False) -> _Handler
         elif script:
             walker.script(words[at + 1 : at + 2], inv, name)
         elif words[at + 1 :]:
-            walker.resolve(words[at + 1 :], covered)
+            _run_covered(walker, words[at + 1 :], covered)
         _cover_since(walker, start)
 
     return handle
@@ -1689,23 +1780,34 @@ _MISE_EXEC = _command_after(frozenset({"--"}))
 _MISE_SCRIPT = _command_after(frozenset({"-c", "--command"}), script=True)
 
 
-def _mise(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
-    """`mise exec|x [TOOL@VERSION...] -- cmd args` (and rtx, its former name), or `-c SCRIPT`; without either it
-    starts a shell, or reads words the reader does not (unknown when some follow)."""
-    verb = next((at for at, word in enumerate(words[1:3], 1) if word in ("exec", "x")), None)
-    if verb is None:
-        walker.out.append(inv.command(words))
-        return
-    if "--" in words:
-        _MISE_EXEC(walker, words, inv)
-    elif any(word in ("-c", "--command") or (word or "").startswith("--command=") for word in words):
-        _MISE_SCRIPT(walker, words, inv)
-    else:
-        walker.out.append(inv.command(words))
-        if words[verb + 1 :]:
-            walker.out.append(replace(inv.unknown(f"{command_name(words[0] or '')} exec without --"), covered=True))
+def _dashed(verbs: frozenset[str], scripts: bool) -> _Handler:
+    """A runner whose verb (one of `verbs`, its first or second word) runs the command after `--` (`mise exec|x
+    [TOOL@VERSION...] -- cmd args`, and rtx, its former name; `dotenvx run [-f FILE] -- cmd args`), or with `scripts`
+    the `-c SCRIPT` it is given; without either it starts a shell, or reads words the reader does not (unknown when
+    some follow)."""
+
+    def handle(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
+        verb = next((at for at, word in enumerate(words[1:3], 1) if word in verbs), None)
+        if verb is None:
+            walker.out.append(inv.command(words))
+            return
+        if "--" in words:
+            _MISE_EXEC(walker, words, inv)
+        elif scripts and any(w in ("-c", "--command") or (w or "").startswith("--command=") for w in words):
+            _MISE_SCRIPT(walker, words, inv)
+        else:
+            walker.out.append(inv.command(words))
+            if words[verb + 1 :]:
+                reason = f"{command_name(words[0] or '')} {words[verb]} without --"
+                walker.out.append(replace(inv.unknown(reason), covered=True))
+
+    return handle
 
 
+_MISE = _dashed(frozenset({"exec", "x"}), scripts=True)
+
+
+_SCL_COMMAND = _command_after(frozenset({"--"}))
 _NIX_SHELL = _command_after(frozenset({"-c", "--command"}))
 _NIX_RUN = _runs_own_program("nix run runs the program of a package, which the reader cannot see")
 
@@ -2154,6 +2256,9 @@ _WRAPPERS: dict[str, _Handler] = {
         _Options(long_valued=frozenset({"what", "who", "why", "mode"}), long_flags=frozenset({"no-pager", "no-legend"}))
     ),
     "pee": _pee,
+    "dbus-run-session": _wrapper(_Options(long_valued=frozenset({"config-file", "dbus-daemon"}))),
+    "nq": _wrapper(_Options(flags="cqtw")),
+    "perf": _runner(_Options(flags="vq", long_flags=frozenset({"no-pager"})), "stat", "record", "trace"),
     **dict.fromkeys(
         (
             "sem",
@@ -2195,8 +2300,24 @@ _WRAPPERS: dict[str, _Handler] = {
     "bundle": _runner(
         _Options(long_valued=frozenset({"gemfile"}), long_flags=frozenset({"keep-file-descriptors"})), "exec"
     ),
-    "mise": _mise,
-    "rtx": _mise,
+    "mise": _MISE,
+    "rtx": _MISE,
+    "dotenvx": _dashed(frozenset({"run"}), scripts=False),
+    "dotenv": _dotenv,
+    "corepack": _corepack,
+    "scl": _scl,
+    "aws-vault": _runner(
+        _Options(
+            flags="njs",
+            valued="dtb",
+            long_valued=frozenset({"duration", "region", "mfa-token", "backend", "prompt", "keychain"}),
+            long_flags=frozenset(
+                {"no-session", "json", "server", "ec2-server", "ecs-server", "lazy", "stdout", "debug"}
+            ),
+            positionals=1,
+        ),
+        "exec",
+    ),
     "nix": _nix,
     "nix-shell": _command_after(frozenset({"--run", "--command"}), script=True),
     "rustup": _runner(_Options(long_flags=frozenset({"install"}), positionals=1), "run"),
@@ -2231,6 +2352,7 @@ _WRAPPERS: dict[str, _Handler] = {
     "toybox": _wrapper(_Options()),
     "coproc": _coproc,
     "parallel": _parallel,
+    "ssh": _ssh,
 }
 """Commands that run other commands, and how to find the command they run."""
 
