@@ -327,10 +327,10 @@ class FakeGemini(ScriptedFake["_Reply"]):
             after = min(fault.after, len(stored.events) - 1)
             _, body = _wire.fault_error(fault, model=None)
             error = body["error"]
-            stored.events = [
-                *stored.events[:after],
-                {"event_type": "error", "error": {"code": error["status"], "message": error["message"]}},
-            ]
+            said = {"code": error["status"], "message": error["message"]}
+            if "details" in error:  # a 429's QuotaFailure and RetryInfo, as in its HTTP twin's body
+                said["details"] = error["details"]
+            stored.events = [*stored.events[:after], {"event_type": "error", "error": said}]
             stored.events[-1]["event_id"] = f"{stored.id}.{after}"
             stored.status = "failed"
         if payload.get("stream") is True:
