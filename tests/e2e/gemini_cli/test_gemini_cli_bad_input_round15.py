@@ -1,0 +1,42 @@
+"""Bad input round 15, the real gemini CLI behind FakeGemini: a model stream with one event's JSON cut in half (the
+`garbled_event` fault) in the middle of the answer. 0.61 fails the prompt with node's `JSON.parse` words as error 500
+("Unterminated string in JSON at position 62"), which the run passed on as `backend_error` "the Gemini API failed
+(500) ... a server-side problem": now `stream_interrupted`, retryable, saying the answer is not the API's JSON; no
+process is left and the session resumes (unit cases: tests/adapters/gemini_cli/test_gemini_cli_bad_input_round15.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.e2e.bad_binaries import the_error
+from tests.e2e.gemini_cli.test_gemini_cli_bad_input import gemini_started, params, run
+from tests.hang_guard import HANG_GUARD_S
+from unified import execute
+from unified.events import Result, SessionStarted
+from unified.testing import FakeGemini, Fault, ModelTurn
+
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
+
+
+async def test_an_event_cut_in_half_is_a_stream_error_and_the_session_resumes(workspace: Path) -> None:
+    garbled = ModelTurn(text="one two three", text_chunks=3, fault=Fault(kind="garbled_event", after=1))
+    started = gemini_started()
+    async with FakeGemini([garbled, ModelTurn(text="Resumed.")]) as server:
+        with anyio.fail_after(HANG_GUARD_S):
+            async with execute(params(server, workspace, start_process=started)) as stream:
+                events = [event async for event in stream]
+        error = the_error(events)
+        assert (error.code, error.retryable) == ("stream_interrupted", True), error.message
+        assert "is not its JSON" in error.message
+        assert "in JSON at position" in error.message
+        assert "(500)" not in error.message
+        assert not started.still_running()
+        session = next(e for e in events if isinstance(e, SessionStarted))
+        again = await run(server, workspace, "Go on.", resume=session.short_id)
+    last = again[-1]
+    assert isinstance(last, Result)
+    assert (last.status, last.final_text) == ("success", "Resumed."), again
