@@ -3,16 +3,20 @@
 ("Unterminated string in JSON at position 62"), which the run passed on as `backend_error` "the Gemini API failed
 (500) ... a server-side problem": now `stream_interrupted`, retryable, saying the answer is not the API's JSON; no
 process is left and the session resumes (unit cases: tests/adapters/gemini_cli/test_gemini_cli_bad_input_round15.py).
+And a CLI that crashes (SIGSEGV) in the middle of a resumed run: a typed error naming the signal, no process left,
+the session resumes again (a guard: it did before too).
 """
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.e2e.bad_binaries import the_error
+from tests.e2e.bad_binaries import SLOW, killed_at_first_text, the_error
 from tests.e2e.gemini_cli.test_gemini_cli_bad_input import gemini_started, params, run
 from tests.hang_guard import HANG_GUARD_S
 from unified import execute
@@ -40,3 +44,25 @@ async def test_an_event_cut_in_half_is_a_stream_error_and_the_session_resumes(wo
     last = again[-1]
     assert isinstance(last, Result)
     assert (last.status, last.final_text) == ("success", "Resumed."), again
+
+
+async def test_a_crash_in_the_middle_of_a_resumed_run_is_typed_and_the_session_resumes_again(workspace: Path) -> None:
+    started = gemini_started()
+    async with FakeGemini([ModelTurn(text="First."), SLOW, ModelTurn(text="Again.")]) as server:
+        first = await run(server, workspace, "One.")
+        done = first[-1]
+        assert isinstance(done, Result)
+        short_id = done.short_id
+        crashed = await killed_at_first_text(
+            params(server, workspace, "Two.", start_process=started, resume=short_id),
+            started,
+            lambda pid, _: os.killpg(pid, signal.SIGSEGV),
+        )
+        error = the_error(crashed)
+        assert error.code == "backend_error"
+        assert "killed by signal 11 (SIGSEGV" in error.message, error.message
+        assert not started.still_running()
+        again = await run(server, workspace, "Three.", resume=short_id)
+    last = again[-1]
+    assert isinstance(last, Result)
+    assert (last.status, last.final_text, last.short_id) == ("success", "Again.", short_id)
