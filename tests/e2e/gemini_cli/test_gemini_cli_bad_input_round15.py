@@ -66,3 +66,27 @@ async def test_a_crash_in_the_middle_of_a_resumed_run_is_typed_and_the_session_r
     last = again[-1]
     assert isinstance(last, Result)
     assert (last.status, last.final_text, last.short_id) == ("success", "Again.", short_id)
+
+
+@pytest.mark.parametrize("setting", ["HOME", "GEMINI_CLI_HOME"])
+async def test_a_home_that_is_a_file_is_backend_unavailable_naming_it(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str
+) -> None:
+    """The CLI died at its start: `backend_error` "exit code 1: general failure (see the error message)", its reason
+    (ENOTDIR on `<HOME>/.gemini/projects.json`) deep in a stderr tail under other warnings."""
+    home = tmp_path / "home-file"
+    home.write_text("not a folder")
+    monkeypatch.delenv("GEMINI_CLI_HOME")
+    monkeypatch.setenv(setting, str(home))
+    started = gemini_started()
+    async with FakeGemini([ModelTurn(text="never")]) as server:
+        with anyio.fail_after(HANG_GUARD_S):
+            async with execute(params(server, workspace, start_process=started)) as stream:
+                events = [event async for event in stream]
+        assert server.requests == []
+    error = the_error(events)
+    assert error.code == "backend_unavailable", error.message
+    assert f"cannot make its folder {home}/.gemini: {home} is a file, not a folder" in error.message
+    assert f"{setting} names that file: point {setting} at a folder" in error.message
+    assert not started.still_running()
+    assert home.read_text() == "not a folder"
