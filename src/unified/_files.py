@@ -105,7 +105,15 @@ def _unwritable_fix(exc: OSError) -> str:
     return f"make that folder{' ' + folder if folder else ''} writable by this user"
 
 
-_FOLDER_SETTINGS = ("UNIFIED_DATA_DIR", "UNIFIED_CODEX_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")
+_FOLDER_SETTINGS = (
+    "UNIFIED_DATA_DIR",
+    "UNIFIED_CODEX_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_CONFIG_HOME",
+    "GEMINI_CLI_HOME",
+    "HOME",
+)
 """The environment variables that name the folders unified writes under (`make_way` points at the one to fix)."""
 
 

@@ -61,6 +61,7 @@ from unified.testing._serving import (
     Route,
     ScriptedFake,
     Slot,
+    garbled,
     stream_fault,
 )
 
@@ -223,6 +224,7 @@ class _Sse:
     bedrock: bool = False
     cut_after: int | None = None
     stall_after: int | None = None
+    garbled_at: int | None = None
 
 
 @dataclass
@@ -384,7 +386,7 @@ class FakeAnthropic(ScriptedFake["_Reply"]):
             error_event=lambda fault: _error_body("overloaded_error", fault.message or "Overloaded (fake)."),
         )
         delay = turn.chunk_delay + self._chunk_delay
-        return _Sse(cut.events, delay, bedrock, cut.cut_after, cut.stall_after), None, fault
+        return _Sse(cut.events, delay, bedrock, cut.cut_after, cut.stall_after, cut.garbled_at), None, fault
 
 
 def _refuse_credentials(headers: dict[str, str]) -> _Json | None:
@@ -429,8 +431,8 @@ def _eventstream_frame(payload: bytes) -> bytes:
     return message + struct.pack(">I", zlib.crc32(message) & 0xFFFFFFFF)
 
 
-def _encode(event: JsonObject, bedrock: bool) -> bytes:
-    data = json.dumps(event)
+def _encode(event: JsonObject, bedrock: bool, *, cut: bool = False) -> bytes:
+    data = garbled(json.dumps(event), 0 if cut else None, 0)
     if bedrock:
         return _eventstream_frame(json.dumps({"bytes": base64.b64encode(data.encode()).decode()}).encode())
     return f"event: {event['type']}\ndata: {data}\n\n".encode()
@@ -493,7 +495,7 @@ class _Handler(FakeHandler):
             if reply.delay and fake.stopping.wait(reply.delay):  # the server stops: so does the stream
                 self.close_connection = True
                 return
-            data = _encode(event, reply.bedrock)
+            data = _encode(event, reply.bedrock, cut=n == reply.garbled_at)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
         if reply.stall_after is not None and reply.stall_after >= len(reply.events):

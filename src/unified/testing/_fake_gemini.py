@@ -27,6 +27,7 @@ from unified.testing._serving import (
     Route,
     ScriptedFake,
     Slot,
+    garbled,
     stream_fault,
 )
 from unified.testing._wire import JsonObject
@@ -67,6 +68,7 @@ class _Sse:
     cut_after: int | None = None
     stall_after: int | None = None
     """Send this many events, then nothing more until the server stops (a stalled server)."""
+    garbled_at: int | None = None
     done_sentinel: bool = False
     interaction: _Interaction | None = None
     """Set while a created interaction streams: the handler reports progress so a cancel can stop it."""
@@ -297,7 +299,13 @@ class FakeGemini(ScriptedFake["_Reply"]):
             without_finish=lambda chunks: [_without_finish(chunk) for chunk in chunks],
             error_event=lambda fault: _wire.fault_error(fault, model)[1],
         )
-        return _Sse(cut.events, delay + self._chunk_delay, cut_after=cut.cut_after, stall_after=cut.stall_after)
+        return _Sse(
+            cut.events,
+            delay + self._chunk_delay,
+            cut_after=cut.cut_after,
+            stall_after=cut.stall_after,
+            garbled_at=cut.garbled_at,
+        )
 
     # --- Interactions API ---------------------------------------------------------------------------
 
@@ -327,10 +335,10 @@ class FakeGemini(ScriptedFake["_Reply"]):
             after = min(fault.after, len(stored.events) - 1)
             _, body = _wire.fault_error(fault, model=None)
             error = body["error"]
-            stored.events = [
-                *stored.events[:after],
-                {"event_type": "error", "error": {"code": error["status"], "message": error["message"]}},
-            ]
+            said = {"code": error["status"], "message": error["message"]}
+            if "details" in error:  # a 429's QuotaFailure and RetryInfo, as in its HTTP twin's body
+                said["details"] = error["details"]
+            stored.events = [*stored.events[:after], {"event_type": "error", "error": said}]
             stored.events[-1]["event_id"] = f"{stored.id}.{after}"
             stored.status = "failed"
         if payload.get("stream") is True:
@@ -345,6 +353,8 @@ class FakeGemini(ScriptedFake["_Reply"]):
                 sse.events, sse.interaction = [], None
             elif fault is not None and fault.kind == "no_finish":
                 sse.events = [e for e in sse.events if not _ends_interaction(e)]
+            elif fault is not None and fault.kind == "garbled_event":
+                sse.garbled_at = min(fault.after, len(stored.events) - 1)
             return sse, None, fault
         if fault is not None:
             return (
@@ -606,7 +616,7 @@ class _Handler(FakeHandler):
                 return
             if (tail := fake._stream_progress(reply, n)) is not None:
                 events = reply.events = [*events[:n], *tail]
-            self._send(b"data: " + json.dumps(events[n]).encode() + b"\n\n")
+            self._send(b"data: " + garbled(json.dumps(events[n]), reply.garbled_at, n).encode() + b"\n\n")
             n += 1
         if reply.done_sentinel:
             self._send(b"data: [DONE]\n\n")

@@ -71,6 +71,7 @@ from unified.testing._serving import (
     Route,
     ScriptedFake,
     Slot,
+    garbled,
     stream_fault,
 )
 
@@ -379,6 +380,7 @@ class _Reply:
     delay: float = 0.0
     cut_after: int | None = None
     stall_after: int | None = None
+    garbled_at: int | None = None
     hang: bool = False
 
 
@@ -518,7 +520,13 @@ class FakeOpenAI(ScriptedFake[_Reply]):
             error_event=lambda fault: _failed(response_id, fault),
         )
         delay = turn.chunk_delay + self._chunk_delay
-        reply = _Reply(events=cut.events, delay=delay, cut_after=cut.cut_after, stall_after=cut.stall_after)
+        reply = _Reply(
+            events=cut.events,
+            delay=delay,
+            cut_after=cut.cut_after,
+            stall_after=cut.stall_after,
+            garbled_at=cut.garbled_at,
+        )
         return "responses", model, reply, None, fault
 
     def _refuse(self, headers: dict[str, str]) -> _Reply | None:
@@ -628,7 +636,8 @@ class _Handler(FakeHandler):
             if reply.delay and fake.stopping.wait(reply.delay):
                 return
             data = {**event, "sequence_number": number}
-            self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(data)}\n\n".encode())
+            text = garbled(json.dumps(data), reply.garbled_at, number)
+            self.wfile.write(f"event: {event['type']}\ndata: {text}\n\n".encode())
             self.wfile.flush()
         if reply.stall_after is not None and reply.stall_after >= len(reply.events):
             fake.stopping.wait()

@@ -60,6 +60,7 @@ FaultKind = Literal[
     "no_headers",
     "empty_stream",
     "no_finish",
+    "garbled_event",
 ]
 
 InteractionStatus = Literal[
@@ -80,6 +81,10 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+_STREAM_FAULTS = frozenset({"mid_stream_error", "cut_stream", "stall", "empty_stream", "no_finish", "garbled_event"})
+"""The faults that answer 200 and spoil the stream (the others answer an HTTP error, or nothing)."""
+
+
 class Fault(_Model):
     """One injected failure.
 
@@ -97,6 +102,8 @@ class Fault(_Model):
     both hang until the server stops. ``empty_stream`` answers 200 with a stream of no chunks;
     ``no_finish`` streams the turn without its ``finishReason`` (generateContent) or without the
     events that end the interaction (interactions, whose stored resource still ends normally).
+    ``garbled_event`` sends event ``after`` with its JSON cut in half (truncated JSON, as a broken proxy
+    or a server bug leaves it), then the rest of the stream as usual.
     """
 
     kind: FaultKind
@@ -109,7 +116,7 @@ class Fault(_Model):
 
     @property
     def is_http(self) -> bool:
-        return self.kind not in ("mid_stream_error", "cut_stream", "stall", "empty_stream", "no_finish")
+        return self.kind not in _STREAM_FAULTS
 
 
 class Usage(_Model):

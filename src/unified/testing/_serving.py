@@ -43,6 +43,7 @@ __all__ = [
     "StreamCut",
     "ThreadedFake",
     "as_script",
+    "garbled",
     "stream_fault",
 ]
 
@@ -404,6 +405,13 @@ class StreamCut:
     """Send this many events, then close the connection without ending the body (a dropped link)."""
     stall_after: int | None = None
     """Send this many events, then nothing more until the server stops (a stalled server)."""
+    garbled_at: int | None = None
+    """The event sent with its JSON cut in half (`garbled`)."""
+
+
+def garbled(data: str, at: int | None, number: int) -> str:
+    """An event's JSON text as `StreamCut.garbled_at` has it sent: cut in half at that event, else whole."""
+    return data[: len(data) // 2] if number == at else data
 
 
 def stream_fault(
@@ -415,7 +423,7 @@ def stream_fault(
 ) -> StreamCut:
     """`events` with a stream fault applied after `fault.after` events, as every wire has them:
     `cut_stream`, `stall`, `empty_stream`, `no_finish` (`without_finish`: the stream without what
-    ends it) and `mid_stream_error` (the fault's `error_event` in place of the rest)."""
+    ends it), `garbled_event` and `mid_stream_error` (the fault's `error_event` in place of the rest)."""
     if fault is None:
         return StreamCut(list(events))
     after = min(fault.after, max(len(events) - 1, 0))
@@ -427,6 +435,8 @@ def stream_fault(
         return StreamCut([])
     if fault.kind == "no_finish":
         return StreamCut(without_finish(events))
+    if fault.kind == "garbled_event":
+        return StreamCut(list(events), garbled_at=after)
     return StreamCut([*events[:after], error_event(fault)])
 
 

@@ -175,6 +175,14 @@ _OWN_MESSAGE = re.compile(
 image again as its data URL: a large image makes it a line over the framing's cap, dropped, and unified needs
 nothing of it. It is dropped without a `malformed_line` warning (two of them for every large image, before)."""
 
+_TURN_COMPLETED = re.compile(
+    r'\s*\{\s*"method"\s*:\s*"turn/completed"\s*,\s*"params"\s*:\s*\{\s*"threadId"\s*:\s*"([^"\\]+)"\s*,'
+    r'\s*"turn"\s*:\s*\{\s*"id"\s*:\s*"([^"\\]+)"'
+)
+"""The start of a `turn/completed` notification (its thread's and turn's ids), which repeats the turn's items: an
+answer over the framing's cap makes it a line over the cap too, dropped, and the run waited for the turn's end until
+its idle timeout (forever without one). Its status comes after the items, unread: the turn is taken as completed."""
+
 
 def user_input(text: str, images: tuple[Any, ...]) -> list[dict[str, Any]]:
     """A turn's `UserInput` items: the text, then each image as a data URL."""
@@ -746,8 +754,14 @@ class CodexRun:
 
     async def _usable(self, message: dict[str, Any] | LineProblem) -> dict[str, Any] | None:
         if isinstance(message, LineProblem):
-            if not _OWN_MESSAGE.match(message.head):
-                await self.ctx.emit(WarningEvent(code="malformed_line", message=message.text))
+            if _OWN_MESSAGE.match(message.head):
+                return None
+            if (ended := _TURN_COMPLETED.match(message.head)) is not None:
+                said = f"{message.text}; read as the end of turn {ended.group(2)} from its first fields (status unread)"
+                await self.ctx.emit(WarningEvent(code="malformed_line", message=said))
+                turn = {"id": ended.group(2), "status": "completed"}
+                return {"method": "turn/completed", "params": {"threadId": ended.group(1), "turn": turn}}
+            await self.ctx.emit(WarningEvent(code="malformed_line", message=message.text))
             return None
         return message
 

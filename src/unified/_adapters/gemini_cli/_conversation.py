@@ -501,7 +501,11 @@ def _blocks_text(blocks: list[dict[str, Any]]) -> str:
 
 def keep_failed_prompt(home: Path, session_id: str, blocks: list[dict[str, Any]]) -> None:
     """Note a prompt the model did not answer (an error answer), with the turn it followed, in the session's
-    chat files: the CLI removes a failed prompt from its history, and `retry` must find it. Blocking."""
+    chat files: the CLI removes a failed prompt from its history, and `retry` must find it. A file left with no
+    prompt at all (a session's first prompt failed) gets the prompt as its one turn, as a cancelled one does
+    (`undo_cancel_rollback`): the CLI cannot load a session without a prompt ("No previous sessions found"), so the
+    run's `short_id` resumed nothing (`session_not_found`, bad input round 15: a model stream with an event cut in
+    the middle). Blocking."""
     for path in session_files(home, session_id):
         try:
             messages = read_chat(path).messages
@@ -510,8 +514,10 @@ def keep_failed_prompt(home: Path, session_id: str, blocks: list[dict[str, Any]]
         turns = [m for m in messages if m.get("type") == "gemini" or prompt_text(m) is not None]
         if turns and prompt_text(turns[-1]) == _blocks_text(blocks):
             turns = turns[:-1]  # the prompt itself, not taken out (yet)
-        record = {"$set": {FAILED_TURN: {"prompt": blocks, "after": _last_turn_id(turns)}}}
-        append_line(path, (json.dumps(record, ensure_ascii=False) + "\n").encode())
+        kept: dict[str, Any] = {FAILED_TURN: {"prompt": blocks, "after": _last_turn_id(turns)}}
+        if not any(prompt_text(m) is not None for m in messages):
+            kept["messages"] = _with_prompt(messages, blocks)
+        append_line(path, (json.dumps({"$set": kept}, ensure_ascii=False) + "\n").encode())
 
 
 SavedMessages = dict[Path, list[dict[str, Any]]]
@@ -550,11 +556,16 @@ def undo_cancel_rollback(saved: SavedMessages, blocks: list[dict[str, Any]]) -> 
         if len(now) < len(before) and [m.get("id") for m in now] == [m.get("id") for m in before[: len(now)]]:
             now = before
         elif not any(prompt_text(m) is not None for m in now):
-            stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-            now = [*now, {"id": uuid.uuid4().hex, "timestamp": stamp, "type": "user", "content": _user_content(blocks)}]
+            now = _with_prompt(now, blocks)
         else:
             continue
         append_line(path, (json.dumps({"$set": {"messages": now}}, ensure_ascii=False) + "\n").encode())
+
+
+def _with_prompt(messages: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` and then the prompt `blocks` as a user message of the CLI's record (a session's one turn)."""
+    stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return [*messages, {"id": uuid.uuid4().hex, "timestamp": stamp, "type": "user", "content": _user_content(blocks)}]
 
 
 def _user_content(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:

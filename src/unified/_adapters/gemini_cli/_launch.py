@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from unified._adapters.gemini_cli._chat_files import gemini_home
 from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._adapters.gemini_cli._outcome import TRUST_ADVICE
 from unified._adapters.gemini_cli._user_agents import own_subagents
@@ -201,6 +202,10 @@ def _system_settings_text(source: Path, signature: FileSignature | None) -> str:
 def gemini_env(extra: Mapping[str, str] | None = None, cwd: Path | None = None) -> dict[str, str]:
     """The CLI's environment (see the module docstring); `cwd`: the run's (`child_env`)."""
     env = child_env(ENV_POLICY, extra=extra, cwd=cwd)
+    # The CLI's home made here, where a file in its way (HOME naming a file) is the typed `backend_unavailable`
+    # naming it (`_files.unwritable`): the CLI died at its start, "exit code 1: general failure", its reason (ENOTDIR
+    # on projects.json) deep in a stderr tail under other warnings (bad input round 15).
+    gemini_home(env).mkdir(parents=True, exist_ok=True)
     env[SYSTEM_SETTINGS_ENV] = str(_system_settings_file(env))
     if "GEMINI_CLI_NO_RELAUNCH" not in env:
         env["GEMINI_CLI_NO_RELAUNCH"] = "true"

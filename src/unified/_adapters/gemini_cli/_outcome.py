@@ -132,9 +132,14 @@ _CUT = re.compile(r"terminated|other side closed|socket hang up", re.I)
 same break is `stream_interrupted` too (`retries_spent`)."""
 
 
-_NOT_JSON = re.compile(r"Incomplete JSON segment|is not valid JSON|Unexpected end of JSON input", re.I)
+_NOT_JSON = re.compile(
+    r"Incomplete JSON segment|is not valid JSON|Unexpected end of JSON input|\b(?:in|after) JSON at position \d", re.I
+)
 """0.61's JSON-RPC error (code 500) for an HTTP 200 answer its stream parser could not read: an event cut in the
-middle, or a page that is no JSON (a proxy's). No HTTP 500 came; the same break as `_CUT`, said for what it is."""
+middle, or a page that is no JSON (a proxy's). No HTTP 500 came; the same break as `_CUT`, said for what it is.
+An event cut in the middle of the stream (not at its end) fails node's `JSON.parse` with its own words, "Unterminated
+string in JSON at position 62", "Expected ',' or '}' after property value in JSON at position 9" (bad input round
+15: `backend_error` "the Gemini API failed (500) ... a server-side problem", as the round-5 ones were)."""
 
 
 def _http_error(exc: RpcError) -> tuple[int, str | None, str, Any] | None:

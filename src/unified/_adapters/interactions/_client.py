@@ -131,7 +131,8 @@ def failure_from_exception(exc: BaseException) -> Failure | None:
     if isinstance(exc, UnreadableStream):  # the answer's fault, not the request's: asked again, as a cut stream is
         return Failure("transient", not_its_json(str(exc)))
     if isinstance(exc, FailedBeforeOutput):  # its HTTP twin's kind: a 429 waits as a rate limit does
-        return Failure("rate_limit" if isinstance(exc.error, RateLimited) else "transient", exc.error)
+        limited = isinstance(exc.error, RateLimited)
+        return Failure("rate_limit" if limited else "transient", exc.error, exc.retry_delay_s)
     if not is_api_error(exc):
         credentials = credentials_error(exc) or unreadable_response(exc)
         return Failure("fatal", credentials) if credentials is not None else None
@@ -150,11 +151,14 @@ class FailedBeforeOutput(Exception):
     """A retryable error the interaction's stream said (a 429 `RESOURCE_EXHAUSTED`, a 503 `UNAVAILABLE`) before the
     turn showed anything: raised out of the turn (`_turns.InteractionsTurns.send`) so that the run's retry policy
     asks again, as for the same status answered over HTTP (`failure_from_exception`); it ended the run at once.
-    After output the error stays the turn's end: asking again would show that output twice."""
+    After output the error stays the turn's end: asking again would show that output twice. `retry_delay_s` is the
+    event's `google.rpc.RetryInfo` (`api_errors.retry_delay`, the reader of the HTTP body's): it was not read, and the
+    retry came after the policy's backoff, not the wait the server asked for."""
 
-    def __init__(self, error: UnifiedError) -> None:
+    def __init__(self, error: UnifiedError, retry_delay_s: float | None = None) -> None:
         super().__init__(error.message)
         self.error = error
+        self.retry_delay_s = retry_delay_s
 
 
 class UnreadableStream(ValueError):

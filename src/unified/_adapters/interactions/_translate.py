@@ -138,6 +138,8 @@ class StreamFailure:
 
     code: str
     message: str
+    error: Mapping[str, Any] | None = field(default=None, compare=False)
+    """The event's whole `error` (its `details`: a 429's `google.rpc.RetryInfo`, read as the HTTP body's is)."""
 
 
 Signal = UnifiedEvent | FunctionCall | StatusChange | StreamFailure
@@ -363,7 +365,7 @@ class InteractionsTranslator:
                 # dropped", the server's words and code (a 429's quota) lost. Its `status` names the code.
                 error = event.get("error") or {}
                 code = error.get("status") if isinstance(error.get("status"), str) and not kind else error.get("code")
-                return [StreamFailure(str(code or "error"), str(error.get("message") or "unknown error"))]
+                return [StreamFailure(str(code or "error"), str(error.get("message") or "unknown error"), error)]
             return []  # unknown kinds (future additions) are skipped: never fatal
         except _UNFIT as exc:
             raise unfit_response(f"the {_kind_of(event)} event: {_misfit(event, exc)}") from exc

@@ -47,7 +47,7 @@ from unified._adapters.interactions._translate import (
     StreamFailure,
 )
 from unified._agent_loop import Declarations, Emit, TurnEnd
-from unified._internal.api_errors import HTTP_OF_STATUS, error_from_status, timed_out
+from unified._internal.api_errors import HTTP_OF_STATUS, error_from_status, retry_delay, timed_out
 from unified._internal.api_options import GoogleMapsTool
 from unified._internal.images import GEMINI_IMAGE_TYPES, attachment_note
 from unified._internal.models import plan_level
@@ -264,7 +264,8 @@ class InteractionsTurns:
         finally:
             self._events.emit = None
         if end.error is not None and end.error.retryable and not self._events.shown:
-            raise FailedBeforeOutput(end.error)  # asked again as its HTTP twin is (docs/backends/interactions.md)
+            # asked again as its HTTP twin is, after the wait its RetryInfo asks for (docs/backends/interactions.md)
+            raise FailedBeforeOutput(end.error, retry_delay(self.failure.error) if self.failure is not None else None)
         return end
 
     async def _end(self, status: str | None) -> TurnEnd:
@@ -274,7 +275,7 @@ class InteractionsTurns:
             status_code = HTTP_OF_STATUS.get(self.failure.code.upper())
             if status_code is not None:  # an API error met in the stream: the same code as its HTTP twin
                 end.error = error_from_status(
-                    status_code, self.failure.code, self.failure.message, body=None, model=self.model
+                    status_code, self.failure.code, self.failure.message, body=self.failure.error, model=self.model
                 )
                 end.error.details["interaction_id"] = iid
             else:
