@@ -15,6 +15,8 @@ own, and what of it reaches the model and the events.
 - A host proxy URL with a password (HTTPS_PROXY, HTTP_PROXY) reaches the CLI as a local forwarder's URL with a
   credential of its own (`unified._binary.proxy`): the model reads no piece of the password, while the CLI's
   requests went through the host's proxy with the host's credentials.
+- unified's own environ (`/proc/<unified's pid>/environ`, the keys it started with), read by a command while unified
+  runs as a user that is not root: refused (`hide_host_environment`, tests/e2e/host_environ.py); opted out, readable.
 
 One setup (`claude_run`) serves every attack: the merge of the former test_claude_code_env_scrub.py
 and test_claude_code_secrets.py, whose runs were the same but for the command and the environment."""

@@ -13,6 +13,8 @@ the run's key reaches the model and the events.
 - A host proxy URL with a password (HTTPS_PROXY, HTTP_PROXY) reaches Codex as a local forwarder's URL with a
   credential of its own (`unified._binary.proxy`): the model reads no piece of the password, while Codex's
   requests went through the host's proxy with the host's credentials.
+- unified's own environ (`/proc/<unified's pid>/environ`, the keys it started with), read by a command while unified
+  runs as a user that is not root: refused (`hide_host_environment`, tests/e2e/host_environ.py); opted out, readable.
 
 One setup (`codex_run`) serves every attack: the merge of the former test_codex_env_scrub.py and
 test_codex_secrets.py, whose runs were the same but for the command."""

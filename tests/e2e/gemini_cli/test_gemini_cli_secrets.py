@@ -15,6 +15,8 @@ what of it reaches the model and the events.
 - A host proxy URL with a password (HTTPS_PROXY, HTTP_PROXY) reaches the CLI as a local forwarder's URL with a
   credential of its own (`unified._binary.proxy`): the model reads no piece of the password, while the CLI's
   requests went through the host's proxy with the host's credentials.
+- unified's own environ (`/proc/<unified's pid>/environ`, the keys it started with), read by a command while unified
+  runs as a user that is not root: refused (`hide_host_environment`, tests/e2e/host_environ.py); opted out, readable.
 
 One setup (`gemini_run`) serves every attack: the merge of the former test_gemini_cli_env_scrub.py and
 test_gemini_cli_secrets.py (which ran the CLI on `--fake-responses`: now on FakeGemini too, so what the
