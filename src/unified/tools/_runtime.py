@@ -312,7 +312,7 @@ class ToolRuntime:
     `shell_env`, set as given. No tool's output or error reaches the model with a secret value
     of the environment in it (docs/tools.md, "The shell's environment"). Before its first command
     this process is made undumpable, so a command cannot read the host's environment in
-    `/proc/<pid>/environ` (Linux; process-wide, with costs: `_shell.hide_host_environment`), nor
+    `/proc/<pid>/environ` (Linux; process-wide, with costs: `unified._undumpable.hide_host_environment`), nor
     can a stdio MCP server it starts; `hide_host_environment=False` leaves it dumpable.
     """
 

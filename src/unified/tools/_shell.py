@@ -39,6 +39,7 @@ from unified._environ import absolute_search_path
 from unified._files import open_regular_fd
 from unified._pgroup import ProcessGroup
 from unified._redaction import REDACTED, SPLIT_HOLD_MIN, Redactor, is_secret, redactor
+from unified._undumpable import hide_host_environment
 from unified.tools import _safe_io, _watchdog
 from unified.tools._base import Params, Progress, ToolError, ToolOutput, require_unicode
 from unified.tools._paths import Workspace, echoed, shown_text
@@ -597,36 +598,6 @@ async def _cwd(config: ShellConfig, raw: str | None) -> Path:
                 raise _safe_io.root_gone(root)
         raise ToolError(f"Path is not a directory: {config.workspace.display(path)}")
     return path
-
-
-def hide_host_environment() -> bool:
-    """Marks this process not dumpable (Linux `prctl(PR_SET_DUMPABLE, 0)`), once; whether it is now.
-
-    Every process of the same user may read another's `/proc/<pid>/environ`, the environment it started with, unless
-    that process is not dumpable: then the kernel's ptrace access check refuses it to all but root (CAP_SYS_PTRACE).
-    A command the model runs (`cat /proc/$PPID/environ`, or a script that opens it at run time, which no static
-    judging of the command sees) would otherwise read the host's API keys there, and print them encoded past the
-    redaction. Nothing in the child can stop it (its own flag guards its environment, not its parent's; a new
-    session or process group changes nothing; Landlock's ptrace scope needs `no_new_privs` in every command, which
-    breaks sudo). The costs, process-wide and until the process ends (the flag is never set back: a command may
-    outlive the runtime): no core dump of this process; a debugger or profiler of the same user cannot attach to it
-    (`gdb -p`, `py-spy`, `strace -p`) and `/proc/<pid>/{environ,fd,maps,mem}` of it are root's to read (the process
-    itself still lists `/proc/self/fd`). Opt out with `ToolRuntime(hide_host_environment=False)` (docs/tools.md).
-    Its children are not affected: each program a command runs is dumpable again once it starts (`execve`)."""
-    global _host_hidden
-    if not _host_hidden and sys.platform == "linux":
-        import ctypes
-
-        try:
-            prctl = ctypes.CDLL(None, use_errno=True).prctl
-            _host_hidden = prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
-        except (OSError, AttributeError):  # no libc with prctl (a static or foreign runtime): nothing to set
-            _host_hidden = False
-    return _host_hidden
-
-
-_PR_SET_DUMPABLE = 4
-_host_hidden = False
 
 
 async def run_shell_command(config: ShellConfig, p: ShellParams, progress: Progress) -> ToolOutput:

@@ -16,6 +16,8 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.adapters.host_hiding import HIDING_CASES, record_hiding
+from unified._adapters.claude_code import _backend as claude_backend
 from unified._execute import EventStream
 from unified.events import (
     ErrorEvent,
@@ -476,3 +478,22 @@ async def test_a_cli_that_floods_lines_before_answering_initialize_is_stopped_no
     [error] = [e for e in events if isinstance(e, ErrorEvent)]
     assert error.code == "backend_error"
     assert f"more than {MAX_EARLY_LINES} lines before it answered initialize" in error.message
+
+
+@HIDING_CASES
+async def test_the_host_is_made_undumpable_before_the_cli_starts_unless_opted_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: dict[str, bool], order: list[str]
+) -> None:
+    """A command the CLI runs could read unified's keys in `/proc/<unified's pid>/environ`
+    (docs/backends/claude-code.md, "Keys and the model's commands"): the host is hidden first, unless the caller
+    said no."""
+    keep: list[FakeClaude] = []
+    seen, start = record_hiding(monkeypatch, claude_backend, starter([text_turn("Hi.")], keep))
+    params = ExecuteParams(
+        prompt="go", backend="claude-code", cwd=tmp_path, backend_options={"start_process": start, **given}
+    )
+    async with EventStream(params, strict=True) as stream:
+        events = [event async for event in stream]
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "success"
+    assert seen == order

@@ -14,6 +14,8 @@ from typing import Any, ClassVar
 import anyio
 import pytest
 
+from tests.adapters.host_hiding import HIDING_CASES, record_hiding
+from unified._adapters.codex import _run as codex_run
 from unified._adapters.codex._launch import (
     CONFIG_TOML,
     ENV_POLICY,
@@ -919,3 +921,16 @@ def test_a_stdio_server_runs_behind_the_resources_relay_outside_yolo(tmp_path: P
 
 def test_include_directories_is_no_longer_unsupported(tmp_path: Path) -> None:
     assert "include_directories" not in _unsupported(tmp_path, include_directories=(tmp_path,))
+
+
+@HIDING_CASES
+async def test_the_host_is_made_undumpable_before_the_app_server_starts_unless_opted_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: dict[str, bool], order: list[str]
+) -> None:
+    """A command Codex runs could read unified's keys in `/proc/<unified's pid>/environ` (docs/backends/codex.md,
+    "The process and its home"): the host is hidden first, unless the caller said no."""
+    seen, start = record_hiding(monkeypatch, codex_run, app_server(lambda process: finished()))
+    events = await run(tmp_path, start, {"pool_size": 0, **given})
+    assert isinstance(events[-1], Result)
+    assert events[-1].status == "success"
+    assert seen == order

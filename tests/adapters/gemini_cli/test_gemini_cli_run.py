@@ -15,10 +15,12 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.adapters.host_hiding import HIDING_CASES, record_hiding
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified._adapters.gemini_cli import AcpPool
 from unified._adapters.gemini_cli import _acp as acp_module
+from unified._adapters.gemini_cli import _backend as gemini_backend
 from unified._adapters.gemini_cli import _hold_back as hold_back
 from unified._adapters.gemini_cli import _run as run_module
 from unified._adapters.gemini_cli._launch import DEFAULT_MODEL
@@ -792,3 +794,17 @@ async def test_start_process_does_not_combine_with_stream_json(tmp_path: Path) -
     assert error.code == "configuration_error"
     assert "start_process" in error.message
     assert fake.processes == []
+
+
+@HIDING_CASES
+async def test_the_host_is_made_undumpable_before_the_cli_starts_unless_opted_out(
+    cwd: Path, monkeypatch: pytest.MonkeyPatch, given: dict[str, bool], order: list[str]
+) -> None:
+    """A command the CLI runs could read unified's keys in `/proc/<unified's pid>/environ` (docs/backends/gemini-cli.md,
+    "Keys and the model's commands"): the host is hidden first, unless the caller said no."""
+    fake = FakeAcp([text("Hi."), Finish(token_count=USAGE)])
+    seen, start = record_hiding(monkeypatch, gemini_backend, fake)
+    events = await run(fake, cwd, backend_options={"start_process": start, **given})
+    assert result_of(events).status == "success"
+    assert seen == order
+    assert no_process_left(fake)

@@ -15,6 +15,8 @@ own, and what of it reaches the model and the events.
 - A host proxy URL with a password (HTTPS_PROXY, HTTP_PROXY) reaches the CLI as a local forwarder's URL with a
   credential of its own (`unified._binary.proxy`): the model reads no piece of the password, while the CLI's
   requests went through the host's proxy with the host's credentials.
+- unified's own environ (`/proc/<unified's pid>/environ`, the keys it started with), read by a command while unified
+  runs as a user that is not root: refused (`hide_host_environment`, tests/e2e/host_environ.py); opted out, readable.
 
 One setup (`claude_run`) serves every attack: the merge of the former test_claude_code_env_scrub.py
 and test_claude_code_secrets.py, whose runs were the same but for the command and the environment."""
@@ -33,6 +35,7 @@ import pytest
 from tests.e2e.claude_code.claude_code_helpers import claude_home
 from tests.e2e.conformance import mcp_echo_server
 from tests.e2e.environ_attack import check_no_key_out, environ_command, pieces
+from tests.e2e.host_environ import check_host_environ
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness.fake_proxy import fake_proxy
 from unified._binary import process as process_module
@@ -323,3 +326,14 @@ async def test_the_system_instruction_reaches_the_model_from_a_file_not_the_comm
     shown = system if isinstance(system, str) else "".join(block.get("text", "") for block in system)
     assert instruction.strip() in shown
     assert [p.name for p in (claude_home() / "keys").iterdir()] == []
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc/<pid>/environ and PR_SET_DUMPABLE are Linux's")
+@pytest.mark.parametrize("hide", [None, False], ids=["default", "opted-out"])
+async def test_a_command_cannot_read_unified_s_own_environ(hide: bool | None) -> None:
+    """SUCCEEDED before: unified's process, the binary's parent, started with three provider keys in its
+    environment and running as a user that is not root, was dumpable: the command's `/proc/<unified's pid>/environ`
+    sent the model every 8-character piece of each key (33, 58 and 65 of them). Now unified is made undumpable
+    before the binary starts (`hide_host_environment`): Permission denied, and the binary still runs. Opted out,
+    the environ is readable as before (tests/e2e/host_environ.py)."""
+    await anyio.to_thread.run_sync(check_host_environ, "claude-code", hide)  # the host is a process of its own

@@ -56,6 +56,7 @@ from unified._binary.pool import pool_key
 from unified._binary.process import ProcessStarter
 from unified._binary.shared import run_shared, session_lease, shared_store
 from unified._internal.images import images_not_taken
+from unified._undumpable import hide_host_environment
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.conversations import CONTINUE_PROMPT, Conversation, ImagePart, TextPart, UserTurn
 from unified.errors import BackendUnavailable, ConfigurationError
@@ -126,6 +127,8 @@ class ClaudeCodeBackend:
             # A new session's text prompt touches no file: planned on the loop, the spawn is spared a
             # worker-thread round trip (1-4 ms before every such run's process on a loaded machine).
             plan = self._plan()
+        if self.options.hide_host_environment:  # before the CLI (a spare too) starts: its commands are children
+            hide_host_environment()
         starter = self.options.start_process or start_claude
         if plan.resumed:  # the caller's session: one run at a time continues it (else `session_in_use`)
             async with session_lease(BACKEND, self.launch.home, plan.session_id):

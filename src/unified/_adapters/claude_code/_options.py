@@ -33,6 +33,10 @@ class ClaudeCodeOptions(BackendOptions):
     and a Claude login live. Default: `claude-code/home` in unified's data folder (never `~/.claude`)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment for the child (passed as given, after the allowlist)."""
+    hide_host_environment: bool = True
+    """Before the first CLI process starts, make this process undumpable (Linux), so no command the model runs through
+    it can read this process's keys in `/proc/<pid>/environ` (docs/tools.md, "The host's own environment":
+    process-wide, no core dump, no same-user debugger). False: leave it dumpable."""
     policy: PolicyOption = None
     """The permission policy deciding every tool call (default: unified's shipped one, `Policy.default()`)."""
     max_retries: StrictInt = Field(default=3, ge=0, le=15)

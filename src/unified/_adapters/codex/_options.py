@@ -45,6 +45,10 @@ class CodexOptions(BackendOptions):
     """A pool to lease processes from instead of the default one."""
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables for the app-server (and, minus anything secret-looking, its commands)."""
+    hide_host_environment: bool = True
+    """Before the first app-server starts, make this process undumpable (Linux), so no command the model runs through
+    it can read this process's keys in `/proc/<pid>/environ` (docs/tools.md, "The host's own environment":
+    process-wide, no core dump, no same-user debugger). False: leave it dumpable."""
     provider_timeout_s: float = Field(default=60.0, gt=0)
     """How long Codex may retry without progress (it retries forever) before the turn is interrupted; a provider it
     cannot connect to at all ends sooner, as `backend_unavailable` (docs/backends/codex.md)."""

@@ -70,6 +70,7 @@ from unified._binary.proctable import descendants, stopped
 from unified._binary.shared import session_lease
 from unified._binary.strays import MARKER
 from unified._text import json_type
+from unified._undumpable import hide_host_environment
 from unified._version import __version__
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin
@@ -276,6 +277,8 @@ class CodexRun:
         if not home_is_prepared(home):
             await anyio.to_thread.run_sync(prepare_home, home)
         login = self.launch.chatgpt
+        if self.options.hide_host_environment:  # before an app-server (a warm one too) starts
+            hide_host_environment()
         start = self.options.start_process or start_codex
         argv, env = self.launch.argv(), self.launch.env
 

@@ -37,6 +37,7 @@ from unified._adapters.gemini_cli._stream_json import run_stream_json
 from unified._binary.environment import cache_folder
 from unified._binary.pool import pool_key
 from unified._binary.shared import run_shared, shared_store
+from unified._undumpable import hide_host_environment
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.errors import ConfigurationError
 from unified.events import WarningEvent
@@ -185,6 +186,8 @@ class GeminiCliBackend:
             roots = [where, *self.launch.include_directories]
             aliases = await anyio.to_thread.run_sync(credential_aliases, roots)
             self.launch = replace(self.launch, credential_aliases=None if aliases is None else tuple(aliases))
+        if self.options.hide_host_environment:  # before the CLI (a warm one too) starts, on either transport
+            hide_host_environment()
         if self.options.transport == "stream-json":
             return await run_stream_json(self.launch, ctx, where)
         argv = self.launch.acp_argv()

@@ -41,6 +41,10 @@ class GeminiCliOptions(BackendOptions):
     """`--fake-responses` (True) or `--fake-responses-non-strict` (False)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables for the child."""
+    hide_host_environment: bool = True
+    """Before the first CLI process starts, make this process undumpable (Linux), so no command the model runs through
+    it can read this process's keys in `/proc/<pid>/environ` (docs/tools.md, "The host's own environment":
+    process-wide, no core dump, no same-user debugger). False: leave it dumpable."""
     policy: PolicyOption = None
     """The permission policy deciding every call the CLI asks about (default: unified's shipped one,
     `Policy.default()`), as on the other backends. The CLI is made to ask, in every mode, about each tool
