@@ -202,7 +202,8 @@ class _HttpServer:
 def _undumpable() -> None:
     """Mark this process not dumpable (Linux `prctl(PR_SET_DUMPABLE, 0)`): its environment holds the server's
     headers, and the model's commands run as the same user, who could otherwise read them in
-    `/proc/<pid>/environ`; then only root can. Where there is no such call, nothing is set."""
+    `/proc/<pid>/environ`; then only root can. Where there is no such call, nothing is set. (`unified._undumpable`
+    does the same for unified's process; this file runs with the standard library alone, so it cannot import it.)"""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
