@@ -488,7 +488,7 @@ class GenerateContentTranslator:
             raise TypeError("thoughtSignature")
         call = part.get("functionCall")
         if call is not None:
-            self._function_call(call, part.get("thoughtSignature") or None)
+            self._function_call(call, signature or None)
             return []
         if part.get("functionResponse") is not None:
             return self._server_function_response(part)
@@ -501,29 +501,29 @@ class GenerateContentTranslator:
 
     def _function_call(self, call: Wire, signature: str | None) -> None:
         """Queue a call (or one piece of a call whose arguments stream) until it can be announced."""
-        name, args = call.get("name"), call.get("args")
+        # Each field read once (a call part is a third of a tool-using turn's parts).
+        name, args, call_id = call.get("name"), call.get("args"), call.get("id")
         if name is not None and not isinstance(name, str):
             raise TypeError(f"functionCall.name is {type(name).__name__}, not a string")
         if args is not None and not isinstance(args, dict):
             raise TypeError(f"functionCall.args is {type(args).__name__}, not an object")
-        call_id, pieces = call.get("id"), call.get("partialArgs")
+        pieces, will_continue = call.get("partialArgs"), call.get("willContinue")
         if (
             (call_id is not None and not isinstance(call_id, str))
             or (pieces is not None and not isinstance(pieces, list))
-            or not isinstance(call.get("willContinue", False), bool | None)
+            or (will_continue is not None and will_continue.__class__ is not bool)
         ):  # read when the call is announced, or its flag read as Python reads "false" (true): named now (`misfit`)
             raise TypeError("functionCall.id, partialArgs or willContinue")
         pending = self._streaming_call
         if pending is None:
-            pending = _CallInProgress(call.get("name") or "", call.get("id"), signature, dict(call.get("args") or {}))
+            pending = _CallInProgress(name or "", call_id, signature, dict(args or {}))
         else:  # the next piece of the call being streamed
-            pending.name = pending.name or call.get("name") or ""
-            pending.call_id = pending.call_id or call.get("id")
+            pending.name = pending.name or name or ""
+            pending.call_id = pending.call_id or call_id
             pending.signature = pending.signature or signature
-            pending.args.update(call.get("args") or {})
+            pending.args.update(args or {})
         if pieces:
             pending.add(list(pieces))
-        will_continue = bool(call.get("willContinue"))
         self._streaming_call = pending if will_continue else None
         if not will_continue:
             self._unannounced.append(pending)
