@@ -80,8 +80,7 @@ class AcpRun:
         self.opening = opening
         """A session written for this run (a continued conversation) or a retried prompt: what to load and say."""
         load = opening.load if opening is not None else None
-        written = opening is not None and opening.written
-        self.setup = SessionSetup(self.connection, ctx, launch, load, written=written)
+        self.setup = SessionSetup(self.connection, ctx, launch, load)
         self.translator = AcpTranslator()
         self._questions = 0
         self._shown: _Shown | None = None
