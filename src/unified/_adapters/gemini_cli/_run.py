@@ -197,7 +197,9 @@ class AcpRun:
         url = self.launch.env.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL
         connection = self.connection
         shared = lambda: connection.open_inboxes > 1  # noqa: E731  # other runs' sessions on this process now
-        retries = RetryWatch(connection.debug_log, self._warn, url, self.launch.max_retries, shared)  # from its end
+        retries = RetryWatch(  # from its end
+            connection.debug_log, self._warn, url, self.launch.max_retries, shared, self.launch.max_retry_delay_s
+        )
         request_id = await self.connection.start_request(
             "session/prompt", {"sessionId": self.session_id, "prompt": blocks}, self.setup.inbox
         )
