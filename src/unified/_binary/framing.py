@@ -17,8 +17,9 @@ from unified import _limits as limits
 from unified._redaction import clip
 from unified._text import escapes_surrogates, well_formed_json
 from unified.backends import MalformedLine
+from unified.errors import BackendError
 
-__all__ = ["MAX_LINE_BYTES", "LineFramer", "json_line", "parse_object"]
+__all__ = ["MAX_LINE_BYTES", "LineFramer", "answer_over_cap", "json_line", "parse_object"]
 
 MAX_LINE_BYTES = limits.MAX_EVENT_BYTES
 """The longest line read (a tool output can be large); a longer one is dropped with a `MalformedLine`."""
@@ -69,6 +70,17 @@ class LineFramer:
                 except UnicodeDecodeError as exc:
                     yield MalformedLine(f"not UTF-8 ({exc.reason} at byte {exc.start})", len(self._buffer))
             self._buffer.clear()
+
+
+def answer_over_cap(binary: str) -> BackendError:
+    """The error of a run whose answer text came on a line over the cap, dropped unread: the binary reports the
+    turn done, but the answer is lost, so the run must not end `success` (it did, with an empty final text). The
+    session is kept as the binary left it: a resume goes on from there."""
+    return BackendError(
+        f"{binary}'s answer was larger than unified reads: it came on a line over "
+        f"{MAX_LINE_BYTES // (1024 * 1024)} MiB (limits.MAX_EVENT_BYTES), dropped unread, so the answer is lost",
+        hint="resume the session and ask for a shorter answer, or for the text written to a file in the workspace",
+    )
 
 
 def json_line(message: Mapping[str, Any]) -> str:

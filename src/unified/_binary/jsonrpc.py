@@ -73,6 +73,9 @@ class LineProblem:
     text: str
     head: str = ""
     """The line's first characters, when they could be read: what an adapter tells a line it can do without by."""
+    answer: bool = False
+    """Whether the line carried the model's answer text (an adapter tells by its head): the answer is lost
+    (`framing.answer_over_cap`), and the run must not end `success`."""
 
 
 Incoming = Message | LineProblem

@@ -81,6 +81,7 @@ __all__ = [
     "StderrTail",
     "killed_by",
     "start_subprocess",
+    "telling_line",
 ]
 
 _SIGNALS = {
@@ -104,6 +105,18 @@ def killed_by(number: int) -> str:
         return f"killed by signal {number}"
     meaning = _SIGNALS.get(name)
     return f"killed by signal {number} ({name}: {meaning})" if meaning else f"killed by signal {number} ({name})"
+
+
+def telling_line(tail: str, noise: Sequence[str]) -> str:
+    """The last line of a binary's stderr `tail` that says something about how it ended: the last one, skipping
+    blank ones and those starting with one of `noise` (each binary's lines written on every run, whatever happens:
+    codex's "could not create PATH aliases" warning, claude's "[claude-code:unrecognized_model]" note). A crash's
+    error quoted that noise as its cause; "" when nothing else is there (the whole tail stays in the details)."""
+    for line in reversed(tail.splitlines()):
+        said = line.strip()
+        if said and not said.startswith(tuple(noise)):
+            return said
+    return ""
 
 
 STDERR_TAIL_BYTES = 8192

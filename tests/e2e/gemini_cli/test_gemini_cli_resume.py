@@ -82,9 +82,8 @@ async def test_same_minute_load_keeps_every_message(
     assert (resumed.session_id, resumed.resumed, resumed.transport) == (started.session_id, True, "acp")
     # The replayed history is not re-emitted: only this run's answer.
     assert kinds(second)[-4:] == ["session_started", "text_delta", "assistant_message", "result"]
-    repairs = [e.message for e in second if isinstance(e, WarningEvent) and e.code == "session_repaired"]
-    assert len(repairs) == 1
-    assert "empty duplicate" in repairs[0]
+    # The duplicate the load made is removed unsaid (bad input round 16: every resume warned of it).
+    assert [e.message for e in second if isinstance(e, WarningEvent) and e.code == "session_repaired"] == []
     await resume(run_gemini, responses, started.short_id, "yes, 42", "sure?")
 
     [path] = session_files(home, started.session_id)
@@ -112,8 +111,7 @@ async def test_load_in_a_later_minute_leaves_no_empty_duplicate(
         run_gemini, responses, started.short_id, "still 42", "what?", backend_options={"transport": transport}
     )
     assert next(e for e in events if isinstance(e, SessionStarted)).transport == transport
-    repairs = [e.message for e in events if isinstance(e, WarningEvent) and e.code == "session_repaired"]
-    assert any("empty duplicate" in r for r in repairs)
+    assert [e.message for e in events if isinstance(e, WarningEvent) and e.code == "session_repaired"] == []
     assert session_files(home, started.session_id) == [path]
     assert conversation(path) == ["remember 42", "first answer", "what?", "still 42"]
     await later_start_with_cleanup(home, workspace)

@@ -91,7 +91,8 @@ def test_worker_b_resumes_by_short_id_what_worker_a_started(backend: str, postgr
         assert short in listed.stdout, listed.stderr
         second = worker_b.run("what number did I say?", backend, "--resume", short)
         [again] = [e for e in second if e["type"] == "session_started"]
-        # The CLI's resume bug (an empty duplicate file) is repaired on B as on any worker; nothing else warns.
+        # The CLI's resume bug (an empty duplicate file) is repaired on B as on any worker, unsaid since round 16
+        # (a lost message restored would say so); nothing else warns.
         assert {e["code"] for e in second if e["type"] == "warning"} <= {"session_repaired"}
         assert (again["session_id"], again["resumed"]) == (started["session_id"], True)
         assert second[-1]["final_text"] == "you said 42"

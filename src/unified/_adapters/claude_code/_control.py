@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import re
 import secrets
 from collections import deque
 from pathlib import Path
@@ -49,6 +50,15 @@ __all__ = ["ClaudeConnection", "LineProblem", "control_response_of"]
 
 Message = dict[str, Any]
 
+
+_ANSWER = re.compile(
+    r'\s*\{\s*"type"\s*:\s*"(?:stream_event"\s*,\s*"event"\s*:\s*\{\s*"type"\s*:\s*"content_block_delta"\s*,'
+    r'\s*"index"\s*:\s*\d+\s*,\s*"delta"\s*:\s*\{\s*"type"\s*:\s*"text_delta"'
+    r'|assistant"\s*,\s*"message"\s*:\s*\{.*"content"\s*:\s*\[\s*\{\s*"type"\s*:\s*"text")'
+)
+"""The start of a line carrying the model's answer text: a streamed text delta, or an assistant message whose
+(one) content block is text. Over the cap, the answer is lost (`LineProblem.answer`); a tool call's block over it
+(a 9 MB Write) is not the answer."""
 
 _HEAD_FIELDS = ("type", "request_id", "duration_api_ms", "stop_reason", "session_id", "total_cost_usd")
 """What is read of a line over the cap from its start: a control request's id, or a result's first fields (2.1.332
@@ -171,7 +181,7 @@ class ClaudeConnection:
                 return LineProblem(f"{problem}; read as the turn's result from its first fields (usage estimated)")
             request_id = head.get("request_id")
             if head.get("type") != "control_request" or not isinstance(request_id, str):
-                return LineProblem(problem)
+                return LineProblem(problem, answer=_ANSWER.match(exc.head) is not None)
             # The CLI waits for the answer (a permission request carrying a 9 MB Write waited until the run's
             # idle timeout): it is refused now, and the CLI goes on without it.
             with contextlib.suppress(ConnectionError):

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from unified._binary.process import killed_by
+from unified._binary.process import killed_by, telling_line
 from unified._internal.reach import provider_unreachable
 from unified.errors import AuthError, BackendError, RateLimited, SessionNotFound, UnifiedError
 
@@ -145,6 +145,11 @@ def error_from_result(raw: Mapping[str, Any], base_url: str | None = None) -> Un
     return BackendError(f"the claude CLI failed: {message}", details={"subtype": str(raw.get("subtype"))})
 
 
+STDERR_NOISE = ("[claude-code:unrecognized_model]",)
+"""The starts of stderr lines the claude CLI writes on runs that go well (2.1 on a model name it does not know, as
+behind a gateway): never the cause of a crash (`telling_line`)."""
+
+
 def error_from_exit(code: int | None, stderr_tail: str, what: str) -> BackendError:
     """The error of a CLI that ended (or closed its output) before the run was over."""
     if code is None:
@@ -154,7 +159,7 @@ def error_from_exit(code: int | None, stderr_tail: str, what: str) -> BackendErr
     else:
         how = f"exited with code {code}"
     tail = stderr_tail.strip()
-    last = tail.splitlines()[-1] if tail else ""
+    last = telling_line(tail, STDERR_NOISE)
     return BackendError(
         f"the claude CLI {how} {what}" + (f": {last}" if last else ""),
         hint="run `unified doctor`; the CLI's stderr is in this error's details",

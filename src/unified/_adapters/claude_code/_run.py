@@ -53,6 +53,7 @@ from unified._adapters.claude_code._translate import (
     TurnResult,
     usage_from_model_usage,
 )
+from unified._binary.framing import answer_over_cap
 from unified._binary.process import ProcessStarter
 from unified._redaction import clip
 from unified._text import json_type
@@ -143,6 +144,8 @@ class ClaudeRun:
         self.requesting = False
         self.failure: UnifiedError | None = None
         self.stopping = False
+        self.answer_lost = False
+        """A line carrying the answer's text was over the cap, dropped: the turn's end is an error, not `success`."""
         self.idle = False
         """The CLI printed the `result` of its turn (and runs nothing more): it can end by itself."""
         self.spare = False
@@ -264,6 +267,7 @@ class ClaudeRun:
                 raise await self._exit_error("during the run")
             self.heard = True
             if isinstance(message, LineProblem):
+                self.answer_lost = self.answer_lost or message.answer
                 await self._warn("malformed_line", message.text)
                 continue
             kind = message.get("type")
@@ -507,6 +511,8 @@ class ClaudeRun:
             return RunOutcome(status="max_turns", short_id=short)
         if status == "aborted":
             return RunOutcome(status="cancelled", short_id=short)
+        if self.answer_lost:
+            raise answer_over_cap("the claude CLI")
         return RunOutcome(status="success", short_id=short)
 
     # --- the end -----------------------------------------------------------------------------------

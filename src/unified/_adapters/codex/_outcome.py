@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from unified._binary.framing import parse_object
-from unified._binary.process import killed_by
+from unified._binary.process import killed_by, telling_line
 from unified._internal.reach import display_url, provider_unreachable
 from unified._redaction import clip
 from unified.errors import AuthError, BackendError, BackendUnavailable, RateLimited, UnifiedError
@@ -152,10 +152,15 @@ def error_from_turn_error(error: dict[str, Any] | None, *, where: str) -> Unifie
     return BackendError(f"codex: {text}", details=extra)
 
 
+STDERR_NOISE = ("WARNING: proceeding, even though we could not create PATH aliases",)
+"""The starts of stderr lines codex writes on runs that go well (0.171 with its home under /tmp): never the cause of
+a crash (`telling_line`)."""
+
+
 def error_from_exit(code: int | None, stderr: str, what: str) -> UnifiedError:
     """The app-server ended (or never answered): what its exit status and stderr say."""
     tail = stderr.strip()
-    last = next((line for line in reversed(tail.splitlines()) if line.strip()), "")
+    last = telling_line(tail, STDERR_NOISE)
     status = "still running" if code is None else killed_by(-code) if code < 0 else f"exit status {code}"
     message = f"{what} ({status})" + (f": {last}" if last else "")
     return BackendError(

@@ -63,6 +63,7 @@ from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
 from unified._adapters.codex._rollouts import codex_short_id, last_total, omitted_images
 from unified._adapters.codex._thread_config import included_roots, thread_config
 from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
+from unified._binary.framing import answer_over_cap
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict, stream_ended
 from unified._binary.loops import every
 from unified._binary.pool import Lease, pool_key
@@ -185,6 +186,14 @@ answer over the framing's cap makes it a line over the cap too, dropped, and the
 its idle timeout (forever without one). Its status comes after the items, unread: the turn is taken as completed."""
 
 
+_ANSWER_DELTA = re.compile(
+    r'\s*\{\s*"method"\s*:\s*"item/agentMessage/delta"\s*,\s*"params"\s*:\s*\{\s*"threadId"\s*:\s*"([^"\\]+)"'
+)
+"""The start of a piece of a thread's answer text (its id). The main thread's over the framing's cap is dropped, and
+the answer is lost (the item's and the turn's ends that repeat it are over the cap too): the run ends with
+`framing.answer_over_cap` (it ended `success` with an empty final text)."""
+
+
 def user_input(text: str, images: tuple[Any, ...]) -> list[dict[str, Any]]:
     """A turn's `UserInput` items: the text, then each image as a data URL."""
     items: list[dict[str, Any]] = []
@@ -244,6 +253,8 @@ class CodexRun:
         self.turn_id: str | None = None
         self.turn_ended = False
         self._stuck_since: float | None = None
+        self._answer_lost = False
+        """A piece of the main thread's answer was over the cap, dropped: its turn's end is an error."""
         self._last_retry: Retrying | None = None
         self._refused = 0
         """Codex's retries in a row that could not connect at all (`connect_failure`), since the last progress."""
@@ -671,6 +682,8 @@ class CodexRun:
             )
             return RunOutcome(status="max_turns", short_id=short, error=said)
         if main_end.status == "completed":
+            if self._answer_lost:
+                raise answer_over_cap("codex")
             return RunOutcome(short_id=short)
         if main_end.status == "interrupted":
             return RunOutcome(status="interrupted", short_id=short)
@@ -759,6 +772,8 @@ class CodexRun:
         if isinstance(message, LineProblem):
             if _OWN_MESSAGE.match(message.head):
                 return None
+            if (lost := _ANSWER_DELTA.match(message.head)) is not None and lost.group(1) == self.thread_id:
+                self._answer_lost = True
             if (ended := _TURN_COMPLETED.match(message.head)) is not None:
                 said = f"{message.text}; read as the end of turn {ended.group(2)} from its first fields (status unread)"
                 await self.ctx.emit(WarningEvent(code="malformed_line", message=said))

@@ -517,6 +517,15 @@ class AppServerTranslator:
             seen = self._streamed.pop(item_id, "")
             if text.startswith(seen) and len(text) > len(seen):
                 return [TextDelta(text=text[len(seen) :], subagent_task_id=task)]  # the deltas Codex did not send
+            if not text.startswith(seen):
+                # Codex 0.171 skips a model stream event it cannot parse (its JSON cut) without a word to the client;
+                # a text delta skipped so is missing from the streamed answer ("wo three"), not from this item's.
+                said = (
+                    f"codex streamed {len(seen):,} characters of an answer it completed with {len(text):,}: it skipped "
+                    "a piece of the model's stream it could not read, so the text shown lacks it; the whole answer is "
+                    "in the session (`unified sessions show`)"
+                )
+                return [WarningEvent(code="malformed_line", message=said, subagent_task_id=task)]
             return []
         if kind == "reasoning":
             seen = self._streamed.pop(item_id, "")

@@ -840,13 +840,9 @@ class ResumeGuard:
     lost messages anyway is restored, and the empty duplicate is removed.
     """
 
-    def __init__(self, home: Path, session_id: str, *, written: bool = False) -> None:
+    def __init__(self, home: Path, session_id: str) -> None:
         self.home = home
         self.session_id = session_id
-        self.written = written
-        """The session is one unified wrote for this run (`_conversation.Opening.written`): its empty duplicate is
-        removed as always, but not reported (a `session_repaired` warning on every continued conversation, which
-        asks nothing of anyone, was noise)."""
         self._backup_dir = Path(platformdirs.user_cache_dir("unified")) / "gemini-cli" / "backups" / session_id
         self._saved: dict[Path, int] = {}
         self.repairs: list[str] = []
@@ -877,7 +873,8 @@ class ResumeGuard:
                 return target
 
     def after(self) -> list[str]:
-        """Repair what the CLI broke; returns what was done (for a warning event)."""
+        """Repair what the CLI broke; returns the repairs (for a warning event): a file restored, not the empty
+        duplicate removed."""
         for index, (path, size) in enumerate(self._saved.items()):
             if conversation_size(path) < size:
                 _copy_regular(self._backup_dir / f"{index}-{path.name}", path)
@@ -886,10 +883,8 @@ class ResumeGuard:
         if known:
             for path in session_files(self.home, self.session_id):
                 if path not in known and conversation_size(path) == 0:
+                    # Unsaid: every load makes one (the current minute's file, `before` moved the session's out of
+                    # it), so a `session_repaired` warning on every resume asked nothing of anyone.
                     path.unlink()
-                    if not self.written:
-                        self.repairs.append(
-                            f"removed the empty duplicate {path.name} (it would get the session deleted)"
-                        )
         shutil.rmtree(self._backup_dir, ignore_errors=True)
         return self.repairs

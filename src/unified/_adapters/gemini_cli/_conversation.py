@@ -363,9 +363,6 @@ class Opening:
 
     load: str
     prompt: list[dict[str, Any]] | None = None
-    written: bool = False
-    """`load` is a session unified wrote for this run (`open_history`), dated a minute back: the CLI's empty
-    duplicate of it (`ResumeGuard`) is then a certainty of every such run, removed without a word."""
 
 
 _SLUG = re.compile(r"[A-Za-z0-9._-]+")
@@ -470,7 +467,7 @@ def open_history(
     chats.mkdir(parents=True, exist_ok=True)
     path = chats / f"session-{now:%Y-%m-%dT%H-%M}-{short_id_of(session_id)}.jsonl"
     write_atomically(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-    return Opening(load=session_id, prompt=prompt, written=True)
+    return Opening(load=session_id, prompt=prompt)
 
 
 def _prompt_blocks(content: object) -> list[dict[str, Any]]:

@@ -293,6 +293,8 @@ class Launch:
     """The caller's policy (`GeminiCliOptions.policy`): the tools its user rules may deny or ask for are asked."""
     max_retries: int = 3
     """The CLI's retries of one request before the run gives up (`GeminiCliOptions.max_retries`, `RetryWatch`)."""
+    max_retry_delay_s: float = 60.0
+    """The longest wait before a retry the run sits out (`GeminiCliOptions.max_retry_delay_s`, `RetryWatch`)."""
     subagent_silence_s: float | None = 900.0
     """How long a running subagent may write nothing before the run ends (`GeminiCliOptions.subagent_silence_s`)."""
     subagents: tuple[str, ...] = SUBAGENTS
@@ -376,6 +378,7 @@ class Launch:
             excluded_tools=tuple(sorted(set(params.excluded_tools))),
             policy=options.policy,
             max_retries=options.max_retries,
+            max_retry_delay_s=options.max_retry_delay_s,
             subagent_silence_s=options.subagent_silence_s,
             subagents=subagents,
             max_turns=params.max_turns if options.transport == "acp" else None,  # stream-json keeps its own

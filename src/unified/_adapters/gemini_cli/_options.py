@@ -54,6 +54,9 @@ class GeminiCliOptions(BackendOptions):
     """Retries of one model request after a 429, a 5xx or a broken stream, of the CLI's own (up to 9, waiting 5 s,
     10 s, 20 s, then 30 s each: ~3.5 min). Past them the prompt is ended and the run fails with the last failure's
     typed error (`rate_limited`, `backend_error`, retryable), in step with the other backends' `max_retries`."""
+    max_retry_delay_s: float = Field(default=60.0, ge=0)
+    """A retry the CLI would make after a longer wait than this (a 429 whose `RetryInfo` asks for it: 0.61 waits
+    whatever the server asks) ends the prompt at once: `rate_limited`, its `details.retry_after_s` the wait asked."""
     subagent_silence_s: float | None = Field(default=900.0, gt=0)
     """Longest a running subagent may go without a record in its chat file; then the run ends with `backend_error`
     naming it. 0.61 waits for ever on a question a subagent cannot put to a client (a tool the caller's policy asks

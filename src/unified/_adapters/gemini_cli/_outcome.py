@@ -34,6 +34,7 @@ __all__ = [
     "provider_down",
     "retries_spent",
     "retry_note",
+    "wait_too_long",
 ]
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
@@ -292,17 +293,41 @@ class RetryNote:
     """No connection could be made (`_CONNECT_FAILURE`)."""
     status: int | None = None
     """The HTTP status the server answered with, when it answered one."""
+    wait_s: float | None = None
+    """How long the CLI waits before it asks again, when it says (`Retrying after <n>ms`, a quota error's)."""
+    asked_s: float | None = None
+    """The wait the server asked for (its `RetryInfo`, which the CLI words `Suggested retry after <n>s`)."""
 
 
-def retry_note(line: str) -> RetryNote | None:
-    """The retry a line of the CLI's debug log reports, if it reports one."""
-    match = _RETRY_LINE.match(line)
+def retry_note(entry: str) -> RetryNote | None:
+    """The retry an entry of the CLI's debug log reports, if it reports one: its first line, and the lines that
+    continue it (a quota error's message runs on to `Suggested retry after 9s.. Retrying after 10390ms...`)."""
+    first, _, rest = entry.partition("\n")
+    match = _RETRY_LINE.match(first)
     if match is None:
         return None
-    text = match.group("text").strip()
+    text = " ".join([match.group("text").strip(), *(line.strip() for line in rest.splitlines() if line.strip())])
     status = _status_of(text)
     failed = status is None and bool(_CONNECT_FAILURE.search(text))
-    return RetryNote(int(match.group("attempt")), text, failed, status)
+    wait = _WAIT.search(text)
+    asked = _ASKED.search(text)
+    return RetryNote(
+        int(match.group("attempt")),
+        text,
+        failed,
+        status,
+        wait_s=_seconds(wait[1], 1000) if wait is not None else None,
+        asked_s=_seconds(asked[1], 1) if asked is not None else None,
+    )
+
+
+_WAIT = re.compile(r"Retrying after (\d+(?:\.\d+)?)ms")
+_ASKED = re.compile(r"Suggested retry after (\d+(?:\.\d+)?)s")
+
+
+def _seconds(number: str, per_second: int) -> float | None:
+    seconds = float(number) / per_second
+    return seconds if math.isfinite(seconds) else None  # 400 digits make a float infinity
 
 
 _STATUSES: tuple[tuple[re.Pattern[str], int | None], ...] = (
@@ -341,6 +366,18 @@ def retries_spent(note: RetryNote) -> UnifiedError:
         code="stream_interrupted",
         retryable=True,
         hint="run again; a failover_on backend takes over",
+    )
+
+
+def wait_too_long(note: RetryNote, limit: float) -> RateLimited:
+    """The error of a retry the CLI would make only after a wait over the run's `max_retry_delay_s` (`limit`): the
+    wait the server asked for, else the CLI's own, as `retry_after_s`."""
+    wait = note.asked_s if note.asked_s is not None else note.wait_s
+    return RateLimited(
+        f"the Gemini API rate limit was hit and the gemini CLI would wait {wait:g} s before it asks again, more than "
+        f"max_retry_delay_s ({limit:g} s): {clip(note.text, 300)!r}",
+        hint=f"wait {wait:g} s and run again, or raise max_retry_delay_s",
+        details={"http_status": 429, "retry_after_s": wait},
     )
 
 

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
-from unified._adapters.gemini_cli._outcome import provider_down, retries_spent, retry_note
+from unified._adapters.gemini_cli._outcome import provider_down, retries_spent, retry_note, wait_too_long
 from unified._binary.environment import cache_folder
 from unified._binary.held_files import FLAGS, let_go, open_folder
 from unified._binary.held_files import sweep as sweep_stale
@@ -49,6 +49,8 @@ _LOG_FOLDER = "gemini-debug"
 """unified's cache folder of the debug logs it makes."""
 _LOG_NAME = re.compile(r"[0-9a-f]{32}\.log\Z")
 """The name of a debug log unified made (and so may sweep)."""
+_ENTRY = re.compile(r"\n(?=\[)")
+"""Where the log's next entry starts (`[<time>] [LEVEL] ...`): the lines between continue the entry before."""
 
 
 class DebugLog:
@@ -130,6 +132,7 @@ class RetryWatch:
         url: str,
         max_retries: int,
         shared: Callable[[], bool] | None = None,
+        max_delay_s: float = 60.0,
     ) -> None:
         self.log = log
         self.warn = warn
@@ -141,6 +144,9 @@ class RetryWatch:
         requests too, with nothing saying whose. A retry read then is shown as maybe another session's and never
         spends this run's `max_retries` (a healthy run was ended by another's failing request); attempts that made
         no connection still end it, as the provider is as unreachable for it as for the others."""
+        self.max_delay_s = max_delay_s
+        """The longest wait before a retry the run sits out (`GeminiCliOptions.max_retry_delay_s`): 0.61 waits
+        whatever a 429's `RetryInfo` asks (about 100 s measured, with a warning that gave no wait)."""
         self.offset = log.size() if log is not None else 0
         """What the log held before the prompt: another prompt's."""
         self.refused = 0
@@ -155,17 +161,22 @@ class RetryWatch:
         if log is None or log.size() <= self.offset:
             return
         text, self.offset = log.read(self.offset)
-        for line in text.splitlines():
-            note = retry_note(line)
+        for entry in _ENTRY.split(text):
+            note = retry_note(entry)
             if note is None:
                 continue
             shared = self.shared is not None and self.shared()
             whose = " (a request of this process, maybe another session's)" if shared else ""
             said = f"gemini{whose}: {clip(note.text, 300)}"
+            if note.wait_s is not None:
+                said += f" (the CLI asks again in {note.wait_s:.1f} s)"
             if not note.connect_failure:
                 self.refused = 0
                 if note.attempt > self.max_retries and not shared:  # the CLI would ask again: the budget is spent
                     raise retries_spent(note)
+                asked = note.asked_s if note.asked_s is not None else note.wait_s
+                if asked is not None and asked > self.max_delay_s and not shared:
+                    raise wait_too_long(note, self.max_delay_s)
                 await self.warn("retrying", said)
                 continue
             await self.warn("retrying", said)

@@ -11,6 +11,7 @@ cancellation and a dying process.
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWat
 from unified._adapters.gemini_cli._session_setup import OpeningStalled, SessionSetup
 from unified._adapters.gemini_cli._subagents import POLL_INTERVAL_S, SubagentWatcher
 from unified._adapters.gemini_cli._translate import AcpTranslator, Item, TurnBoundary, tool_name_from_call_id
+from unified._binary.framing import answer_over_cap
 from unified._binary.jsonrpc import ConnectionClosed, LineProblem, as_dict, stream_ended
 from unified._binary.loops import every
 from unified._binary.pool import Lease
@@ -58,6 +60,13 @@ CANCEL_GRACE_S = 2.0
 EXIT_GRACE_S = 2.0
 """How long a process that closed its stdout may take to exit before its code is read."""
 
+_ANSWER_CHUNK = re.compile(
+    r'"sessionId"\s*:\s*"([^"\\]+)"\s*,\s*"update"\s*:\s*\{\s*"sessionUpdate"\s*:\s*"agent_message_chunk"'
+)
+"""In the start of an ACP line, a piece of a session's answer text (its id). Over the framing's cap it is dropped and
+the answer is lost: the prompt's end is `framing.answer_over_cap` (it was `stream_interrupted` "the model answered
+with nothing")."""
+
 
 def prompt_blocks(params: ExecuteParams) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "text", "text": params.prompt}]
@@ -80,11 +89,11 @@ class AcpRun:
         self.opening = opening
         """A session written for this run (a continued conversation) or a retried prompt: what to load and say."""
         load = opening.load if opening is not None else None
-        written = opening is not None and opening.written
-        self.setup = SessionSetup(self.connection, ctx, launch, load, written=written)
+        self.setup = SessionSetup(self.connection, ctx, launch, load)
         self.translator = AcpTranslator()
         self._questions = 0
         self._shown: _Shown | None = None
+        self._answer_lost = False
 
     @property
     def session_id(self) -> str:
@@ -198,7 +207,9 @@ class AcpRun:
         url = self.launch.env.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL
         connection = self.connection
         shared = lambda: connection.open_inboxes > 1  # noqa: E731  # other runs' sessions on this process now
-        retries = RetryWatch(connection.debug_log, self._warn, url, self.launch.max_retries, shared)  # from its end
+        retries = RetryWatch(  # from its end
+            connection.debug_log, self._warn, url, self.launch.max_retries, shared, self.launch.max_retry_delay_s
+        )
         request_id = await self.connection.start_request(
             "session/prompt", {"sessionId": self.session_id, "prompt": blocks}, self.setup.inbox
         )
@@ -260,6 +271,8 @@ class AcpRun:
         if recorded is None and end.usage is not None:  # no chat file: ACP's report of one call
             ctx.add_usage(end.usage)
         await ctx.end_message()
+        if end.outcome.status == "success" and self._answer_lost:
+            raise answer_over_cap("the gemini CLI")
         if end.outcome.status == "success" and (
             kept_nothing or (not sink.received and chat.prompted and not chat.tokens)
         ):
@@ -310,6 +323,8 @@ class AcpRun:
         while True:
             message = await self.connection.receive(self.setup.inbox)
             if isinstance(message, LineProblem):
+                lost = _ANSWER_CHUNK.search(message.head)
+                self._answer_lost = self._answer_lost or (lost is not None and lost.group(1) == self.session_id)
                 await self._warn("malformed_line", message.text)
                 continue
             if message.get("id") == request_id and "method" not in message:

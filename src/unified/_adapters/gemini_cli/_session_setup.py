@@ -205,8 +205,6 @@ class SessionSetup:
         ctx: RunContext,
         launch: Launch,
         load: str | None = None,
-        *,
-        written: bool = False,
     ) -> None:
         self.connection = connection
         self.own_servers: list[dict[str, Any]] = []
@@ -215,8 +213,6 @@ class SessionSetup:
         self.load = load or self.params.resume
         """What `session/load` opens (a resume's ref, or the session a continued conversation was written as);
         None: `session/new`."""
-        self.written = written
-        """`load` is a session unified wrote for this run (`Opening.written`)."""
         self.launch = launch
         self._ctx = ctx
         self.session_id = ""
@@ -431,7 +427,7 @@ class SessionSetup:
         messages = read_chat(Path(str(info.path))).messages
         replayed = replay_count(messages)
         self.model = self.launch.model_for(session_model(messages) or info.model)
-        guard = ResumeGuard(gemini_home(self.launch.env), info.session_id, written=self.written)
+        guard = ResumeGuard(gemini_home(self.launch.env), info.session_id)
         guard.before()
         self._opened(info.session_id)
         await self._warn_unstartable_mcp(cwd)

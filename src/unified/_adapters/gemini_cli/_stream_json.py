@@ -323,7 +323,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
     # Both read where their files end now, before the CLI can write to them (a caller's own debug log may hold
     # another run's lines; a resumed session's chat file its earlier prompts).
     url = launch.env.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL
-    retries = RetryWatch(log, warn, url, launch.max_retries)
+    retries = RetryWatch(log, warn, url, launch.max_retries, max_delay_s=launch.max_retry_delay_s)
     folding = Folding()  # the CLI's silent mid-stream retries (`_replays`), with the session's chat file:
     try:
         if guard is not None:  # a resume's from its end now (its earlier prompts are not this run's)
