@@ -74,7 +74,7 @@ from unified._version import __version__
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin
 from unified.errors import AuthError, BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
-from unified.events import SessionStarted, ToolUse, Usage, WarningEvent
+from unified.events import PermissionDecision, SessionStarted, ToolUse, Usage, WarningEvent
 from unified.types import ExecuteParams, ImageInput
 
 __all__ = ["CodexRun", "Opening", "initialize_params", "thread_params", "user_input"]
@@ -241,6 +241,8 @@ class CodexRun:
         self._responses = 0
         self._interrupted_at_cap = False
         """The turn was interrupted at the end of the main thread's response `max_turns` (`_cap_reached`)."""
+        self._looked_outside: str | None = None
+        """Why the turn was interrupted at a read Codex runs unasked outside the workspace (`_stop_unasked_read`)."""
         self._pending: deque[dict[str, Any] | LineProblem] = deque()
         """Messages read while waiting for something else (MCP start-up), handled first."""
         self._grace_until: float | None = None
@@ -638,6 +640,8 @@ class CodexRun:
                         await self.connection.start_request(
                             "turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id}
                         )
+                    elif isinstance(item, ToolUse) and self._looked_outside is None:
+                        await self._stop_unasked_read(item, bridge, translator)
         assert self.process is not None
         assert self.connection is not None
         assert self.lease is not None
@@ -654,6 +658,8 @@ class CodexRun:
         if self._responses == 0:
             await self.ctx.end_turn(Usage())  # nothing reported: the guard estimates from the text, flagged
         short = codex_short_id(self.thread_id)
+        if self._looked_outside is not None:
+            return RunOutcome(status="error", short_id=short, error=self._looked_outside)
         if bridge.capped or (self._interrupted_at_cap and main_end.status == "interrupted"):
             said = (
                 f"stopped after max_turns={self.params.max_turns} model requests; the last request's calls were not run"
@@ -676,6 +682,39 @@ class CodexRun:
         if cap is None or bridge.capped or self._interrupted_at_cap or self._responses < cap:
             return False
         return not response.answered or self._responses > cap
+
+    async def _stop_unasked_read(self, call: ToolUse, bridge: ApprovalBridge, translator: AppServerTranslator) -> None:
+        """Interrupt the turn when Codex starts a `view_image` of a file outside the workspace (or a credential file),
+        in every mode but yolo: Codex runs it without asking and sends the file's bytes to the model in the next
+        request, as they are (round 25: an image outside, a secret appended to a PNG, went to the model unasked in
+        default mode, where Claude Code's Read of it is asked). The interrupt comes before that request as the
+        `max_turns` cap's does (measured there: 40 of 40); the run ends `error`, its thread resumable."""
+        if call.name != "view_image" or self.params.approval_mode == "yolo" or not call.input.get("path"):
+            return
+        from unified.tools._runtime import OUTSIDE_RULE, read_outside
+
+        outside = await read_outside(bridge.workspace(), [str(call.input["path"])])
+        if outside is None:
+            return
+        self._looked_outside = (
+            f"stopped: the model's view_image {outside}, which Codex runs without asking; "
+            "run in yolo mode or copy the image into the workspace to let the model see it"
+        )
+        translator.decided.add(call.tool_use_id)
+        translator.not_run[call.tool_use_id] = f"not run: {outside}"
+        assert self.connection is not None  # the turn it reads in runs on it
+        await self.connection.start_request("turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id})
+        await self.ctx.emit(
+            PermissionDecision(
+                tool_use_id=call.tool_use_id,
+                tool_name=call.name,
+                decision="deny",
+                decided_by="policy",
+                rule=OUTSIDE_RULE.name,
+                reason=outside,
+                subagent_task_id=call.subagent_task_id,
+            )
+        )
 
     def _unasked_past_cap(self, call: ToolUse) -> bool:
         """Whether `call` is one Codex runs without asking (`view_image`, its goal tools, a subagent, a web search)
