@@ -272,6 +272,8 @@ class _Equivalent:
     of: str
     prefix: str
     words: tuple[re.Pattern[str], ...] | None
+    unless: tuple[str, ...] = ()
+    """Words that make it touch no file (`git rm --cached` removes from the index only)."""
 
 
 @functools.cache
@@ -281,7 +283,8 @@ def _equivalents() -> Mapping[str, tuple[_Equivalent, ...]]:
     table: dict[str, list[_Equivalent]] = {}
     for raw in tomllib.loads(text)["equivalent"]:
         words = tuple(re.compile(word) for word in raw["words"]) if "words" in raw else None
-        table.setdefault(raw["of"], []).append(_Equivalent(raw["of"], raw["prefix"], words))
+        entry = _Equivalent(raw["of"], raw["prefix"], words, tuple(raw.get("unless", ())))
+        table.setdefault(raw["of"], []).append(entry)
     return {of: tuple(entries) for of, entries in table.items()}
 
 
@@ -296,6 +299,8 @@ def _equivalent_match(part: _shell_syntax.SimpleCommand, prefix: str) -> Match:
     result = Match.NO
     for entry in _equivalents().get(_shell_syntax.command_name(wanted[0]).casefold(), ()):
         found = _prefix_match(part, entry.prefix, fold=True)
+        if found is Match.YES and any(word in entry.unless for word in part.words[1:]):
+            continue
         if found is Match.YES and entry.words is not None:
             found = _some_word(part, entry.words)
         if found is Match.YES:
