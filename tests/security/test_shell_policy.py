@@ -219,7 +219,6 @@ LIMITS = [
     "echo 'rm -rf victim' > s.sh; . ./s.sh",
     "python3 -c 'import shutil; shutil.rmtree(\"victim\")'",
     "cp /bin/rm ./del; ./del -rf victim",
-    "find . -name victim -delete",
 ]
 """Documented limits (docs/tools.md, "What a policy cannot promise"): code the shell runs from a file
 or an interpreter is not seen. Pinned so the documentation stays true."""

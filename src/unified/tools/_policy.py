@@ -256,11 +256,70 @@ def _deny_any(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[s
         for prefix in prefixes:
             named = " ".join(prefix.split()).casefold() in wrappers
             found = Match.YES if named else _prefix_match(part, prefix, fold=True)
+            if found is Match.NO:
+                found = _equivalent_match(part, prefix)
             if found is Match.YES:
                 return Match.YES
             if found is Match.MAYBE:
                 result = Match.MAYBE
     return result
+
+
+@dataclass(frozen=True)
+class _Equivalent:
+    """A command that does what a deny rule's program does under another name (`equivalents.toml`)."""
+
+    of: str
+    prefix: str
+    words: tuple[re.Pattern[str], ...] | None
+    unless: tuple[str, ...] = ()
+    """Words that make it touch no file (`git rm --cached` removes from the index only)."""
+
+
+@functools.cache
+def _equivalents() -> Mapping[str, tuple[_Equivalent, ...]]:
+    """`equivalents.toml`, by the program each entry stands in for; read on first use."""
+    text = resources.files("unified.tools").joinpath("equivalents.toml").read_text(encoding="utf-8")
+    table: dict[str, list[_Equivalent]] = {}
+    for raw in tomllib.loads(text)["equivalent"]:
+        words = tuple(re.compile(word) for word in raw["words"]) if "words" in raw else None
+        entry = _Equivalent(raw["of"], raw["prefix"], words, tuple(raw.get("unless", ())))
+        table.setdefault(raw["of"], []).append(entry)
+    return {of: tuple(entries) for of, entries in table.items()}
+
+
+def _equivalent_match(part: _shell_syntax.SimpleCommand, prefix: str) -> Match:
+    """Whether `part` does what a deny or ask rule's `prefix` names, under another name: `find . -delete`, `git
+    clean -fdx`, `truncate -s0 x` for a rule for `rm` (`equivalents.toml`). Only for a prefix that is the program
+    alone or with options (`rm -rf`): one naming an operand (`rm -rf /`) means that operand, which they need not
+    touch. MAYBE when a word they may read as the deleting one is only known at run time."""
+    wanted = prefix.split()
+    if not wanted or not all(_is_option(word) for word in wanted[1:]):
+        return Match.NO
+    result = Match.NO
+    for entry in _equivalents().get(_shell_syntax.command_name(wanted[0]).casefold(), ()):
+        found = _prefix_match(part, entry.prefix, fold=True)
+        if found is Match.YES and any(word in entry.unless for word in part.words[1:]):
+            continue
+        if found is Match.YES and entry.words is not None:
+            found = _some_word(part, entry.words)
+        if found is Match.YES:
+            return Match.YES
+        if found is Match.MAYBE:
+            result = Match.MAYBE
+    return result
+
+
+def _some_word(part: _shell_syntax.SimpleCommand, patterns: Sequence[re.Pattern[str]]) -> Match:
+    """Whether a word of `part` after its program is one `patterns` match whole; MAYBE if one is only known at run
+    time (or `xargs` appends some)."""
+    doubt = part.open_tail
+    for word in part.words[1:]:
+        if word is None:
+            doubt = True
+        elif any(pattern.fullmatch(word) for pattern in patterns):
+            return Match.YES
+    return Match.MAYBE if doubt else Match.NO
 
 
 SYSTEM_COMMAND_DIRS = frozenset(

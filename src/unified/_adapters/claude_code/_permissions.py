@@ -33,7 +33,9 @@ already decided (one decision per call: its input may not be the one decided).
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,16 +126,27 @@ def _home_expanded(args: Mapping[str, Any], home: Path) -> dict[str, Any]:
 
 def _read_paths(name: str, args: Mapping[str, Any]) -> list[str]:
     """The paths a read tool of the CLI names (unified's names, `policy_call`): Read's and LS's, Grep's
-    and Glob's `path` (Grep's is `.` when it names none), and a Glob pattern that leaves its folder (absolute, or
-    with `..`)."""
+    and Glob's `path` (Grep's is `.` when it names none), a Glob pattern that leaves its folder (absolute, or
+    with `..`), and the folder a Glob pattern's literal leading components name, which the CLI lists from: `lnk/*`
+    with `lnk` a link out of the workspace listed the folder it leads to, unasked (round 25)."""
     keys = {"read_file": ("file_path",), "list_dir": ("file_path",), "search": ("path",), "glob": ("path",)}
     paths = [args[key] for key in keys.get(name, ()) if isinstance(args.get(key), str)]
     if name == "search" and not paths:  # Grep without a path searches the directory it runs in
         paths.append(".")
     pattern = args.get("pattern")
-    if name == "glob" and isinstance(pattern, str) and (pattern.startswith(("/", "~")) or ".." in pattern):
-        paths.append(pattern)
+    if name == "glob" and isinstance(pattern, str):
+        if pattern.startswith(("/", "~")) or ".." in pattern:
+            paths.append(pattern)
+        literal = list(itertools.takewhile(lambda part: not _GLOB_MAGIC.search(part), pattern.split("/")[:-1]))
+        if any(literal):
+            base = args.get("path")
+            folder = "/".join(literal)
+            paths.append(f"{base.rstrip('/')}/{folder}" if isinstance(base, str) and base else folder)
     return paths
+
+
+_GLOB_MAGIC = re.compile(r"[*?\[\]{}]")
+"""What makes a Glob pattern's component a pattern rather than a folder's name."""
 
 
 class PermissionBridge:

@@ -241,7 +241,7 @@ class ApprovalBridge:
             await self.ctx.emit(ToolUse(tool_use_id=call_id, name=name, input=arguments, subagent_task_id=task))
         return name
 
-    def _workspace(self) -> Workspace:
+    def workspace(self) -> Workspace:
         """Where Codex works: its thread's cwd (as Codex reports it: a replay's is the recording's), and the
         run's include directories."""
         from unified.tools._paths import Workspace
@@ -259,7 +259,7 @@ class ApprovalBridge:
         changes = [as_dict(c) for c in as_list(item.get("changes"))]
         if not changes:
             return "the request does not show the patch's files"
-        workspace = self._workspace()
+        workspace = self.workspace()
         for change in changes:
             move = as_dict(change.get("kind")).get("move_path")
             for path in (change.get("path"), *(() if move is None else (move,))):
@@ -281,7 +281,7 @@ class ApprovalBridge:
         """Why a read-only command must be asked all the same: it runs, or reads, outside the workspace."""
         from unified.tools._runtime import read_outside
 
-        workspace = self._workspace()
+        workspace = self.workspace()
         outside = await read_outside(workspace, _read_paths(params, str(workspace.root)))
         command = params.get("command")
         if outside is not None or not isinstance(command, str):
@@ -319,7 +319,7 @@ class ApprovalBridge:
                 return [("run_shell_command", {})]
             shell: dict[str, Any] = {"command": unwrap_shell(command)}
             where = params.get("cwd")
-            if isinstance(where, str) and where and Path(where) != self._workspace().root:
+            if isinstance(where, str) and where and Path(where) != self.workspace().root:
                 shell["dir_path"] = where  # as the runtime's shell names it, judged through links too
             return [("run_shell_command", shell)]
         if kind == "file":
@@ -348,7 +348,7 @@ class ApprovalBridge:
         from unified.tools._runtime import linked_verdict
 
         mode = self.ctx.params.approval_mode
-        workspace = self._workspace()
+        workspace = self.workspace()
         found: tuple[bool, str, str] | None = None
         for tool, arguments in self._policy_calls(kind, params, call_id):
             if tool.endswith("__") and kind == "mcp":  # the request names no tool: any rule for the server's may apply

@@ -70,13 +70,14 @@ from unified._binary.pool import Lease, pool_key
 from unified._binary.proctable import descendants, stopped
 from unified._binary.shared import session_lease
 from unified._binary.strays import MARKER
+from unified._redaction import clip
 from unified._text import json_type
 from unified._undumpable import hide_host_environment
 from unified._version import __version__
 from unified.backends import AgentProcess, RunContext, RunOutcome
 from unified.conversations import Origin
 from unified.errors import AuthError, BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
-from unified.events import SessionStarted, ToolUse, Usage, WarningEvent
+from unified.events import PermissionDecision, SessionStarted, ToolUse, Usage, WarningEvent
 from unified.types import ExecuteParams, ImageInput
 
 __all__ = ["CodexRun", "Opening", "initialize_params", "thread_params", "user_input"]
@@ -261,6 +262,8 @@ class CodexRun:
         self._responses = 0
         self._interrupted_at_cap = False
         """The turn was interrupted at the end of the main thread's response `max_turns` (`_cap_reached`)."""
+        self._looked_outside: str | None = None
+        """Why the turn was interrupted at a read Codex runs unasked outside the workspace (`_stop_unasked_read`)."""
         self._pending: deque[dict[str, Any] | LineProblem] = deque()
         """Messages read while waiting for something else (MCP start-up), handled first."""
         self._grace_until: float | None = None
@@ -654,12 +657,19 @@ class CodexRun:
                         self._grace_until = time.monotonic() + PARENT_GRACE_S
                 else:
                     item.native = self.ctx.native(message)
+                    looks_outside = isinstance(item, ToolUse) and self._looks_outside(item, bridge)
+                    if looks_outside:  # before anything else: Codex is about to send the image
+                        await self.connection.start_request(
+                            "turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id}
+                        )
                     await self.ctx.emit(item)
                     if isinstance(item, ToolUse) and not bridge.capped and self._unasked_past_cap(item):
                         bridge.capped = True
                         await self.connection.start_request(
                             "turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id}
                         )
+                    elif isinstance(item, ToolUse) and self._looked_outside is None:
+                        await self._stop_unasked_read(item, bridge, translator, interrupted=looks_outside)
         assert self.process is not None
         assert self.connection is not None
         assert self.lease is not None
@@ -676,6 +686,8 @@ class CodexRun:
         if self._responses == 0:
             await self.ctx.end_turn(Usage())  # nothing reported: the guard estimates from the text, flagged
         short = codex_short_id(self.thread_id)
+        if self._looked_outside is not None:
+            return RunOutcome(status="error", short_id=short, error=self._looked_outside)
         if bridge.capped or (self._interrupted_at_cap and main_end.status == "interrupted"):
             said = (
                 f"stopped after max_turns={self.params.max_turns} model requests; the last request's calls were not run"
@@ -700,6 +712,58 @@ class CodexRun:
         if cap is None or bridge.capped or self._interrupted_at_cap or self._responses < cap:
             return False
         return not response.answered or self._responses > cap
+
+    def _looks_outside(self, call: ToolUse, bridge: ApprovalBridge) -> bool:
+        """Whether `call` is a `view_image` Codex runs unasked of a path outside the workspace, by the quick check
+        (links followed, no thread hop): the turn is interrupted at once, before `_stop_unasked_read` says why."""
+        path = call.input.get("path")
+        if call.name != "view_image" or self.params.approval_mode == "yolo" or not isinstance(path, str) or not path:
+            return False
+        workspace = bridge.workspace()
+        try:
+            return not workspace.contains(Path(os.path.realpath(workspace.root / path)))
+        except (OSError, ValueError):
+            return True
+
+    async def _stop_unasked_read(
+        self, call: ToolUse, bridge: ApprovalBridge, translator: AppServerTranslator, *, interrupted: bool
+    ) -> None:
+        """Interrupt the turn when Codex starts a `view_image` of a file outside the workspace (or a credential file),
+        in every mode but yolo: Codex runs it without asking and sends the file's bytes to the model in the next
+        request, as they are (round 25: an image outside, a secret appended to a PNG, went to the model unasked in
+        default mode, where Claude Code's Read of it is asked). The interrupt races with that request, as the
+        `max_turns` cap's does: it is sent before the call is even reported (`_looks_outside`; measured, 27 of 28 runs
+        sent no request after; sent after the thread hop of `read_outside`, 15 of 18); the run ends `error`, its
+        thread resumable. `interrupted`: it was sent already."""
+        if call.name != "view_image" or self.params.approval_mode == "yolo" or not call.input.get("path"):
+            return
+        from unified.tools._runtime import OUTSIDE_RULE, read_outside
+
+        outside = await read_outside(bridge.workspace(), [str(call.input["path"])])
+        if outside is None and interrupted:  # realpath failed, or the two checks disagree: refuse all the same
+            outside = f"{clip(str(call.input['path']), 200, more='…')} may not be a path in the workspace"
+        if outside is None:
+            return
+        self._looked_outside = (
+            f"stopped: the model's view_image {outside}, which Codex runs without asking; "
+            "run in yolo mode or copy the image into the workspace to let the model see it"
+        )
+        translator.decided.add(call.tool_use_id)
+        translator.not_run[call.tool_use_id] = f"not run: {outside}"
+        assert self.connection is not None  # the turn it reads in runs on it
+        if not interrupted:
+            await self.connection.start_request("turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id})
+        await self.ctx.emit(
+            PermissionDecision(
+                tool_use_id=call.tool_use_id,
+                tool_name=call.name,
+                decision="deny",
+                decided_by="policy",
+                rule=OUTSIDE_RULE.name,
+                reason=outside,
+                subagent_task_id=call.subagent_task_id,
+            )
+        )
 
     def _unasked_past_cap(self, call: ToolUse) -> bool:
         """Whether `call` is one Codex runs without asking (`view_image`, its goal tools, a subagent, a web search)
