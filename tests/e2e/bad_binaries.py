@@ -13,9 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import anyio
+import pytest
 
 from tests.hang_guard import HANG_GUARD_S
 from unified import execute
+from unified._binary import framing
 from unified._binary.process import AgentSubprocess
 from unified._binary.proctable import Process, alive, start_time
 from unified.events import ErrorEvent, Result, TextDelta, UnifiedEvent
@@ -182,3 +184,15 @@ def the_error(events: list[UnifiedEvent]) -> ErrorEvent:
     assert isinstance(last, Result)
     assert last.status == "error"
     return error
+
+
+SMALL_LINE_CAP = 1024 * 1024
+"""The line cap an over-the-cap answer is tested at (`small_line_cap`): the binaries write and unified skips a
+1.5 MiB answer in a fraction of the time of a 9 MiB one past the real cap (`limits.MAX_EVENT_BYTES`, 8 MiB: 36-50 s a
+test on a loaded machine), through the same code."""
+
+
+def small_line_cap(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Lower the binaries' line cap for this test (`framing.MAX_LINE_BYTES`, read as each process starts); the cap."""
+    monkeypatch.setattr(framing, "MAX_LINE_BYTES", SMALL_LINE_CAP)
+    return SMALL_LINE_CAP

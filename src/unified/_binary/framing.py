@@ -33,8 +33,10 @@ class LineFramer:
     """Splits a byte stream into text lines; blank lines are skipped, an unfinished last line is kept
     for the next `feed` (and dropped at the end of the stream: a process that dies mid-line)."""
 
-    def __init__(self, limit: int = MAX_LINE_BYTES) -> None:
-        self.limit = limit
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = MAX_LINE_BYTES if limit is None else limit
+        """The longest line read: `MAX_LINE_BYTES` as it is when the framer is made (a test lowers it to reach the
+        cap with a real binary in a fraction of the time)."""
         self._buffer = bytearray()
         self._skipping = 0
         """Bytes of an oversized line dropped so far (0: not inside one)."""

@@ -62,7 +62,7 @@ from pathlib import Path
 
 import anyio
 
-from unified._binary.framing import MAX_LINE_BYTES, LineFramer
+from unified._binary.framing import LineFramer
 from unified._binary.loops import PerLoopLock
 from unified._binary.proctable import Process, descendants, is_still, still_running, stopped
 from unified._binary.proxy import forwarded_env
@@ -207,7 +207,7 @@ class AgentSubprocess(AgentProcess):
         cwd: Path,
         env: Mapping[str, str],
         stdin: bool = True,
-        line_limit: int = MAX_LINE_BYTES,
+        line_limit: int | None = None,
         hint: str | None = None,
         piped: PipedEnv | None = None,
     ) -> None:

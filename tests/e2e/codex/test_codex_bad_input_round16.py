@@ -10,17 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.bad_binaries import the_error
+from tests.e2e.bad_binaries import small_line_cap, the_error
 from tests.e2e.codex.conftest import run_codex
-from unified import _limits as limits
 from unified.events import Result, SessionStarted, WarningEvent
 from unified.testing import FakeOpenAI, Fault, ModelTurn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
-async def test_an_answer_over_the_line_cap_is_an_error_and_the_thread_resumes(workspace: Path) -> None:
-    huge = ModelTurn(text="y" * (limits.MAX_EVENT_BYTES + 1024 * 1024))
+async def test_an_answer_over_the_line_cap_is_an_error_and_the_thread_resumes(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    huge = ModelTurn(text="y" * (small_line_cap(monkeypatch) * 3 // 2))
     with FakeOpenAI([huge, ModelTurn(text="Shorter.")]) as server:
         events = await run_codex(server, workspace)
         error = the_error(events)

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.bad_binaries import the_error
+from tests.e2e.bad_binaries import small_line_cap, the_error
 from tests.e2e.gemini_cli.test_gemini_cli_bad_input import gemini_started, run
-from unified import _limits as limits
 from unified.events import SessionStarted
 from unified.testing import FakeGemini, Fault, ModelTurn
 
@@ -37,10 +36,12 @@ async def test_a_429_asking_longer_than_max_retry_delay_s_is_rate_limited_at_onc
     assert not started.still_running()
 
 
-async def test_an_answer_over_the_line_cap_is_an_error_and_the_session_resumes(workspace: Path) -> None:
+async def test_an_answer_over_the_line_cap_is_an_error_and_the_session_resumes(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     words = random.Random(16)
     vocabulary = ["".join(words.choices(string.ascii_lowercase, k=words.randint(2, 9))) for _ in range(5000)]
-    text = " ".join(words.choice(vocabulary) for _ in range((limits.MAX_EVENT_BYTES + 1024 * 1024) // 6))
+    text = " ".join(words.choice(vocabulary) for _ in range(small_line_cap(monkeypatch) * 3 // 2 // 6))
     async with FakeGemini([ModelTurn(text=text), ModelTurn(text="Shorter.")]) as server:
         events = await run(server, workspace)
         error = the_error(events)
