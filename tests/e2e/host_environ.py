@@ -22,6 +22,7 @@ from pathlib import Path
 import unified
 from tests.e2e.environ_attack import pieces
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.another_user import not_root_prefix
 
 __all__ = ["HOST_KEYS", "check_host_environ", "host_environ_probe"]
 
@@ -78,11 +79,7 @@ def host_environ_probe(backend: str, hide: bool | None = None) -> str:
         for folder in ("ws", "home", "data", "cli-home"):
             (place / folder).mkdir(mode=0o777)
             (place / folder).chmod(0o777)
-        prefix: list[str] = []
-        if os.getuid() == 0:
-            setpriv = shutil.which("setpriv")
-            assert setpriv is not None, "as root the probe needs setpriv to run as another user"
-            prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        prefix = not_root_prefix()
         env = {
             "PATH": os.environ["PATH"],
             "HOME": str(place / "home"),

@@ -40,6 +40,7 @@ from pathlib import Path
 import pytest
 
 import unified
+from tests.harness.another_user import not_root_prefix
 from tests.security.test_red_team_round7 import _claude_answer
 from unified._redaction import REDACTED, redactor
 from unified.tools import Policy, ToolCall, ToolRuntime
@@ -82,11 +83,7 @@ def _environ_probe(hide: bool) -> str:
         place.chmod(0o777)
         (place / "ws").mkdir()
         (place / "ws").chmod(0o777)
-        prefix: list[str] = []
-        if os.getuid() == 0:
-            setpriv = shutil.which("setpriv")
-            assert setpriv is not None, "as root the probe needs setpriv to run as another user"
-            prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        prefix = not_root_prefix()
         env = {
             "PATH": os.environ["PATH"],
             "HOME": str(place),

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
+from tests.harness.another_user import not_root_prefix
 from unified._adapters.codex import _resources_relay
 
 pytestmark = [
@@ -21,18 +21,9 @@ pytestmark = [
 TOKEN = "relay-bearer-0123456789abcdefghij"
 
 
-def _as_another_user() -> list[str]:
-    """As root every process is readable: the relay and its reader then run as `nobody`, a user that is not."""
-    if os.getuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    assert setpriv is not None, "as root the test needs setpriv to run as another user"
-    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-
-
 def test_a_command_of_the_same_user_cannot_read_the_http_relay_s_headers() -> None:
     """SUCCEEDED before: `cat /proc/<relay>/environ` by a process of the relay's user printed the bearer token."""
-    prefix = _as_another_user()
+    prefix = not_root_prefix()  # the relay and its reader: one user, not root
     env = {
         "PATH": os.environ["PATH"],
         _resources_relay.URL_VARIABLE: "http://127.0.0.1:9/mcp",  # the discard port: nothing answers
