@@ -642,9 +642,7 @@ class CodexRun:
                         if self._cap_reached(item, bridge) and main_end is None:
                             # before anything else: Codex may be about to send the next request
                             self._interrupted_at_cap = True
-                            await self.connection.start_request(
-                                "turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id}
-                            )
+                            await self._interrupt()
                         await self.ctx.end_turn(item.usage)
                 elif isinstance(item, Retrying):
                     await self._retrying(item)
@@ -659,15 +657,11 @@ class CodexRun:
                     item.native = self.ctx.native(message)
                     looks_outside = isinstance(item, ToolUse) and self._looks_outside(item, bridge)
                     if looks_outside:  # before anything else: Codex is about to send the image
-                        await self.connection.start_request(
-                            "turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id}
-                        )
+                        await self._interrupt()
                     await self.ctx.emit(item)
                     if isinstance(item, ToolUse) and not bridge.capped and self._unasked_past_cap(item):
                         bridge.capped = True
-                        await self.connection.start_request(
-                            "turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id}
-                        )
+                        await self._interrupt()
                     elif isinstance(item, ToolUse) and self._looked_outside is None:
                         await self._stop_unasked_read(item, bridge, translator, interrupted=looks_outside)
         assert self.process is not None
@@ -713,11 +707,24 @@ class CodexRun:
             return False
         return not response.answered or self._responses > cap
 
+    async def _interrupt(self) -> None:
+        """Ask Codex to end the current turn (`turn/interrupt`), without waiting for its answer."""
+        assert self.connection is not None  # the turn runs on it
+        await self.connection.start_request("turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id})
+
+    def _unasked_read(self, call: ToolUse) -> str | None:
+        """The path of a `view_image` Codex runs unasked, in a mode that judges it (every mode but yolo); None for any
+        other call."""
+        path = call.input.get("path")
+        if call.name != "view_image" or self.params.approval_mode == "yolo" or not path:
+            return None
+        return str(path)
+
     def _looks_outside(self, call: ToolUse, bridge: ApprovalBridge) -> bool:
         """Whether `call` is a `view_image` Codex runs unasked of a path outside the workspace, by the quick check
         (links followed, no thread hop): the turn is interrupted at once, before `_stop_unasked_read` says why."""
-        path = call.input.get("path")
-        if call.name != "view_image" or self.params.approval_mode == "yolo" or not isinstance(path, str) or not path:
+        path = self._unasked_read(call)
+        if path is None:
             return False
         workspace = bridge.workspace()
         try:
@@ -735,13 +742,14 @@ class CodexRun:
         `max_turns` cap's does: it is sent before the call is even reported (`_looks_outside`; measured, 27 of 28 runs
         sent no request after; sent after the thread hop of `read_outside`, 15 of 18); the run ends `error`, its
         thread resumable. `interrupted`: it was sent already."""
-        if call.name != "view_image" or self.params.approval_mode == "yolo" or not call.input.get("path"):
+        path = self._unasked_read(call)
+        if path is None:
             return
         from unified.tools._runtime import OUTSIDE_RULE, read_outside
 
-        outside = await read_outside(bridge.workspace(), [str(call.input["path"])])
+        outside = await read_outside(bridge.workspace(), [path])
         if outside is None and interrupted:  # realpath failed, or the two checks disagree: refuse all the same
-            outside = f"{clip(str(call.input['path']), 200, more='…')} may not be a path in the workspace"
+            outside = f"{clip(path, 200, more='…')} may not be a path in the workspace"
         if outside is None:
             return
         self._looked_outside = (
@@ -750,9 +758,8 @@ class CodexRun:
         )
         translator.decided.add(call.tool_use_id)
         translator.not_run[call.tool_use_id] = f"not run: {outside}"
-        assert self.connection is not None  # the turn it reads in runs on it
         if not interrupted:
-            await self.connection.start_request("turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id})
+            await self._interrupt()
         await self.ctx.emit(
             PermissionDecision(
                 tool_use_id=call.tool_use_id,
@@ -892,7 +899,7 @@ class CodexRun:
             return
         try:
             with anyio.move_on_after(INTERRUPT_GRACE_S):
-                await connection.start_request("turn/interrupt", {"threadId": self.thread_id, "turnId": self.turn_id})
+                await self._interrupt()
                 while not self.turn_ended:
                     message = await connection.receive(self.inbox)
                     if isinstance(message, LineProblem) or "method" not in message:
