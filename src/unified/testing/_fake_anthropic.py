@@ -431,8 +431,9 @@ def _eventstream_frame(payload: bytes) -> bytes:
     return message + struct.pack(">I", zlib.crc32(message) & 0xFFFFFFFF)
 
 
-def _encode(event: JsonObject, bedrock: bool, *, cut: bool = False) -> bytes:
-    data = garbled(json.dumps(event), 0 if cut else None, 0)
+def _encode(event: JsonObject, bedrock: bool, number: int, garbled_at: int | None) -> bytes:
+    """Event `number` of a stream on the wire (Bedrock's event-stream frame, else SSE), cut at `garbled_at`."""
+    data = garbled(json.dumps(event), garbled_at, number)
     if bedrock:
         return _eventstream_frame(json.dumps({"bytes": base64.b64encode(data.encode()).decode()}).encode())
     return f"event: {event['type']}\ndata: {data}\n\n".encode()
@@ -495,7 +496,7 @@ class _Handler(FakeHandler):
             if reply.delay and fake.stopping.wait(reply.delay):  # the server stops: so does the stream
                 self.close_connection = True
                 return
-            data = _encode(event, reply.bedrock, cut=n == reply.garbled_at)
+            data = _encode(event, reply.bedrock, n, reply.garbled_at)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
         if reply.stall_after is not None and reply.stall_after >= len(reply.events):
