@@ -888,8 +888,9 @@ class ResumeGuard:
                     # it), so a `session_repaired` warning on every resume asked nothing of anyone. And one that was
                     # there before the load, known to `before`: `session/new` records a new session twice (the CLI's
                     # `config.initialize()` starts a chat, then `newSession` another, 3 ms apart here), each in the
-                    # file of its own minute, so a minute boundary between the two leaves an empty file in the earlier
-                    # minute beside the conversation (a CI run of the resume test found it after its third run).
+                    # file of its own minute, and the conversation goes to the first: a minute boundary between the two
+                    # leaves the second empty in the next minute (3 of 20 new sessions with the CLI's clock run 2000
+                    # times fast; a CI run of the resume test found it after its third run).
                     path.unlink()
         shutil.rmtree(self._backup_dir, ignore_errors=True)
         return self.repairs
