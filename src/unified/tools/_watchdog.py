@@ -36,10 +36,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 __all__ = ["OWNER_VARIABLE", "group_members", "kill_owned_group", "main", "owned_by"]
@@ -78,10 +79,16 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def _kill_checked(pids: Iterable[int], check: Callable[[list[int]], Iterable[int]], group: int | None = None) -> int:
+def _kill_checked(
+    pids: Iterable[int],
+    check: Callable[[list[int]], Iterable[int]],
+    group: int | None = None,
+    dying: dict[int, int] | None = None,
+) -> int:
     """SIGKILL those of `pids` that `check` (given them all) keeps, its checks made once a pidfd for each was
     opened; with `group`, that group whole through its leader's pidfd when the leader is one kept (Linux >=
-    6.9). How many were sent a kill."""
+    6.9). How many were sent a kill. With `dying` (`_killed`), the pidfd of each process sent one is kept there
+    by pid instead of closed, so the caller sees each one end (`_forget_ended`)."""
     fds: dict[int, int | None] = {}
     try:
         for pid in pids:
@@ -89,21 +96,59 @@ def _kill_checked(pids: Iterable[int], check: Callable[[list[int]], Iterable[int
                 fds[pid] = _pidfd(pid)
         kept = list(check(list(fds)))
         leader = fds.get(group) if group is not None and group in kept else None
+        sent: list[int] = []
         if leader is not None:
             with contextlib.suppress(OSError):
                 signal.pidfd_send_signal(leader, signal.SIGKILL, None, PIDFD_SIGNAL_PROCESS_GROUP)
-                return len(kept)
-        sent = 0
-        for pid in kept:
-            fd = fds[pid]
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                signal.pidfd_send_signal(fd, signal.SIGKILL) if fd is not None else os.kill(pid, signal.SIGKILL)
-                sent += 1
-        return sent
+                sent = kept
+        if not sent:
+            for pid in kept:
+                fd = fds[pid]
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    signal.pidfd_send_signal(fd, signal.SIGKILL) if fd is not None else os.kill(pid, signal.SIGKILL)
+                    sent.append(pid)
+        for pid in sent:
+            if dying is not None and (fd := fds.pop(pid)) is not None:
+                with contextlib.suppress(KeyError):
+                    os.close(dying.pop(pid))  # an earlier kill's pidfd for this number
+                dying[pid] = fd
+        return len(sent)
     finally:
         for fd in fds.values():
             if fd is not None:
                 os.close(fd)
+
+
+@contextlib.contextmanager
+def _killed() -> Iterator[dict[int, int]]:
+    """Where a kill keeps the pidfds of the processes it sent SIGKILL (`_kill_checked`) until it sees them end;
+    whatever is left is closed at the end.
+
+    A kill that returns must leave what it killed dead, and /proc cannot tell it so: SIGKILL lands
+    asynchronously, and a process it reached first lets go of its memory (its address space torn down then, long
+    on a loaded machine) and only then becomes a zombie. Meanwhile it is listed, not a zombie, and reading its
+    environment fails with ESRCH as for a process that is gone (`_carries` says False): a kill that took that for
+    the end returned with it still running (measured: 6 of 300 processes killed as their 100,000-variable
+    environment was laid out, 1 of 600 `sleep`s killed as they started, with two CPU burners and a fork storm
+    beside them; every one in that state). Its pidfd turns readable once it is a zombie."""
+    dying: dict[int, int] = {}
+    try:
+        yield dying
+    finally:
+        for fd in dying.values():
+            os.close(fd)
+
+
+def _forget_ended(dying: dict[int, int]) -> None:
+    """Close and drop the pidfds in `dying` whose process has ended (a zombie, or reaped: the pidfd is readable)."""
+    poller = select.poll()
+    for fd in dying.values():
+        poller.register(fd, select.POLLIN)
+    ended = {fd for fd, _events in poller.poll(0)}
+    for pid, fd in list(dying.items()):
+        if fd in ended:
+            os.close(fd)
+            del dying[pid]
 
 
 # --- cgroup v2 -------------------------------------------------------------------------------------
@@ -368,8 +413,9 @@ def kill_owned_group(pgid: int, marker: str) -> None:
     On Linux the group's live members are each checked (in the group, and one of them marked) after a pidfd
     for each was opened, and killed through those pidfds (the whole group through the leader's where it is
     one of them, Linux >= 6.9), round after round until none is left: a number that went to a stranger's
-    group since, and a member's pid that went to a stranger, is never signalled. Without /proc (not
-    Linux) nothing can be checked: the group is taken to be the runtime's and killed by number."""
+    group since, and a member's pid that went to a stranger, is never signalled; it returns once each member
+    it killed has ended (`_killed`). Without /proc (not Linux) nothing can be checked: the group is taken to be
+    the runtime's and killed by number."""
     if not os.path.isdir("/proc/self"):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
@@ -388,50 +434,58 @@ def kill_owned_group(pgid: int, marker: str) -> None:
         undecided = not any(marks) and None in marks
         return members if any(marks) else []
 
-    for _ in range(KILL_ROUNDS + EXEC_ROUNDS):
-        members, whole = _scanned_group(pgid)
-        if not _kill_checked(members, ours, group=pgid) and not undecided and whole:
-            return
-        # SIGKILL lands asynchronously, and a member inside execve shows its environment in a moment: look again
-        time.sleep(0.005)
+    with _killed() as dying:
+        for _ in range(KILL_ROUNDS + EXEC_ROUNDS):
+            members, whole = _scanned_group(pgid)
+            sent = _kill_checked(members, ours, group=pgid, dying=dying)
+            _forget_ended(dying)
+            if not sent and not undecided and whole and not dying:
+                return
+            # a member killed has not ended yet, or one inside execve shows its environment in a moment: look again
+            time.sleep(0.005)
 
 
 def kill_marked(marker: str) -> None:
     """SIGKILL every process whose environment carries the runtime's marker, wherever its group or
-    session is (what `setsid` and `set -m` leave behind), until two whole looks through /proc in a row find none
-    (one that fails part way is no such look). One clean look was not always enough: in two full runs of the suite
-    on 2026-12-05, 1 of 100 processes killed as their 100,000-variable environment was laid out was left running,
-    though a look just before had not taken it for a stranger's (tests/security/test_shell_host_death.py; why one
-    look missed it was not found, and it did not happen outside the full suite in more than 1,000 tries). The second
-    look costs one more pass over /proc (and 5 ms) a runtime's end."""
+    session is (what `setsid` and `set -m` leave behind), until each it killed has ended (`_killed`) and two
+    whole looks through /proc in a row find none (one that fails part way is no such look). One look is not
+    enough: a process of ours may fork and end while a look goes through /proc, its child getting a number the
+    look has passed (numbers come round: pid_max is 32768 on many machines); the next look finds that child.
+    The second look costs one more pass over /proc (and 5 ms) a runtime's end."""
     if not marker or not os.path.isdir("/proc/self"):
         return
     needle = f"{OWNER_VARIABLE}={marker}".encode()
     me = os.getpid()
     clean = 0
-    for _ in range(20 + EXEC_ROUNDS):
-        found = 0
-        try:
-            for entry in os.scandir("/proc"):
-                if not entry.name.isdigit() or int(entry.name) == me:
-                    continue
-                fields = _stat_fields(entry.name)
-                if fields is None or fields[0] == b"Z":
-                    continue
-                mark = _carries(int(entry.name), needle)
-                if mark is None:  # inside execve (anyone's): look again once its environment shows
+
+    def marked(pids: list[int]) -> list[int]:
+        return [pid for pid in pids if _carries(pid, needle)]
+
+    with _killed() as dying:
+        for _ in range(20 + EXEC_ROUNDS):
+            found = 0
+            try:
+                for entry in os.scandir("/proc"):
+                    if not entry.name.isdigit() or int(entry.name) == me:
+                        continue
+                    fields = _stat_fields(entry.name)
+                    if fields is None or fields[0] == b"Z":
+                        continue
+                    mark = _carries(int(entry.name), needle)
+                    if mark is None:  # inside execve (anyone's): look again once its environment shows
+                        found += 1
+                        continue
+                    if not mark:
+                        continue
                     found += 1
-                    continue
-                if not mark:
-                    continue
+                    _kill_checked([int(entry.name)], marked, dying=dying)
+            except OSError:  # a scan cut short (no descriptor left to open /proc, say) saw nothing it can vouch for
                 found += 1
-                _kill_checked([int(entry.name)], lambda pids: [pid for pid in pids if _carries(pid, needle)])
-        except OSError:  # a scan cut short (no descriptor left to open /proc, say) saw nothing it can vouch for
-            found += 1
-        clean = 0 if found else clean + 1
-        if clean == 2:
-            return
-        time.sleep(0.005)
+            _forget_ended(dying)
+            clean = 0 if found or dying else clean + 1
+            if clean == 2:
+                return
+            time.sleep(0.005)
 
 
 def kill_all(marker: str, cgroup: Path | None, groups: set[int]) -> None:

@@ -119,6 +119,37 @@ async def test_load_in_a_later_minute_leaves_no_empty_duplicate(
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_an_empty_duplicate_left_by_session_new_is_removed_by_the_next_load(
+    run_gemini: Run, responses: Responses, isolated_home: Path, workspace: Path
+) -> None:
+    """`session/new` records a new session twice (the CLI's `config.initialize()` starts a chat, then `newSession`
+    another, 3 ms apart here), each in the file of the minute it runs in, and the conversation goes to the first: a
+    minute boundary between the two leaves the second recording (its header and checkpoint, no message) in the next
+    minute (3 of 20 new sessions with the CLI's clock run 2000 times fast). The next load removes it: it used to
+    outlive every resume (only the load's own duplicate was removed), as in the CI run that found two files after
+    the third run of the same-minute test, and the CLI's next start with cleanup takes a session with an empty
+    duplicate for a corrupt one."""
+    started = await first_session(run_gemini, responses)
+    home = isolated_home / ".gemini"
+    assert started.session_id is not None
+    assert started.short_id is not None
+    [path] = session_files(home, started.session_id)
+    second_recording = path.read_text().splitlines()[2:4]  # the header and checkpoint `newSession`'s chat wrote
+    assert '"sessionId"' in second_recording[0]
+    earlier = datetime.now(UTC) - timedelta(minutes=5)
+    path = path.rename(path.with_name(f"session-{earlier:%Y-%m-%dT%H-%M}-{started.short_id}.jsonl"))
+    duplicate = path.with_name(f"session-{earlier + timedelta(minutes=1):%Y-%m-%dT%H-%M}-{started.short_id}.jsonl")
+    duplicate.write_text("\n".join(second_recording) + "\n")
+    assert (sorted(session_files(home, started.session_id)), conversation(duplicate)) == (sorted([path, duplicate]), [])
+
+    events = await resume(run_gemini, responses, started.short_id, "still 42", "what?")
+    assert [e.message for e in events if isinstance(e, WarningEvent) and e.code == "session_repaired"] == []
+    assert session_files(home, started.session_id) == [path]
+    await later_start_with_cleanup(home, workspace)
+    assert conversation(path) == ["remember 42", "first answer", "what?", "still 42"]
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_resume_in_the_warm_process_that_created_the_session(
     run_gemini: Run, responses: Responses, isolated_home: Path
 ) -> None:
