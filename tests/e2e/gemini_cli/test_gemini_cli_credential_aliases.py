@@ -39,17 +39,18 @@ def _decisions(events: list[UnifiedEvent]) -> dict[str, PermissionDecision]:
     return {e.tool_use_id: e for e in events if isinstance(e, PermissionDecision)}
 
 
+ALIASED_READS = [
+    ("read_file", {"file_path": "docs/n"}),
+    ("read_file", {"file_path": "./docs/../docs/s"}),  # a link to the hard link, spelled otherwise
+    ("grep_search", {"pattern": "password"}),
+]
+"""The reads of the credential file by another name: one run makes all three, each judged on its own (the rules the
+run starts with are the same for each), so one CLI start per transport proves them all."""
+
+
 @pytest.mark.parametrize("transport", ["acp", "stream-json"])
-@pytest.mark.parametrize(
-    ("tool", "args"),
-    [
-        ("read_file", {"file_path": "docs/n"}),
-        ("read_file", {"file_path": "./docs/../docs/s"}),  # a link to the hard link, spelled otherwise
-        ("grep_search", {"pattern": "password"}),
-    ],
-)
 async def test_a_hard_link_to_a_credential_file_is_not_read_unasked(
-    run_gemini: Run, responses: Responses, workspace: Path, transport: str, tool: str, args: dict[str, Any]
+    run_gemini: Run, responses: Responses, workspace: Path, transport: str
 ) -> None:
     """READ before, on both transports: the CLI's read tools gave the model `~/.netrc`'s password through `docs/n`
     (or a link to it). An ordinary file is still read, unasked, in the same run."""
@@ -57,7 +58,7 @@ async def test_a_hard_link_to_a_credential_file_is_not_read_unasked(
     os.link(_netrc(), workspace / "docs" / "n")
     (workspace / "docs" / "s").symlink_to("n")
     fake = responses(
-        stream_line(call(tool, **args)),
+        *(stream_line(call(tool, **args)) for tool, args in ALIASED_READS),
         stream_line(call("read_file", file_path="notes.txt")),
         stream_line(text("done")),
     )
@@ -65,12 +66,14 @@ async def test_a_hard_link_to_a_credential_file_is_not_read_unasked(
     outputs = _outputs(events)
     assert SECRET not in outputs
     assert "alpha" in outputs  # notes.txt, read
-    first, second = _decisions(events).values()
-    assert (first.tool_name, first.decision, second.decision) == (tool, "deny", "allow")
+    *denied, allowed = _decisions(events).values()
+    assert [(d.tool_name, d.decision) for d in denied] == [(tool, "deny") for tool, _ in ALIASED_READS]
+    assert allowed.decision == "allow"
     if transport == "acp":  # asked, and nobody answers here
-        assert first.rule == "outside-workspace"
-        assert "docs/n, docs/s: a hard link or a link to one" in (first.reason or "")
-        assert second.rule == "read-only"
+        for decision in denied:
+            assert decision.rule == "outside-workspace"
+            assert "docs/n, docs/s: a hard link or a link to one" in (decision.reason or "")
+        assert allowed.rule == "read-only"
 
 
 @pytest.mark.parametrize("transport", ["acp", "stream-json"])
