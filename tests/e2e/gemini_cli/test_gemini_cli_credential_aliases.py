@@ -8,14 +8,21 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import call, stream_line, text
 from tests.hang_guard import HANG_GUARD_S
-from unified.events import PermissionDecision, Result, ToolResult, UnifiedEvent, UserInputRequest, UserInputResponse
+from unified.events import (
+    PermissionDecision,
+    Result,
+    ToolResult,
+    ToolUse,
+    UnifiedEvent,
+    UserInputRequest,
+    UserInputResponse,
+)
 
 Run = Callable[..., Awaitable[list[UnifiedEvent]]]
 Responses = Callable[..., Path]
@@ -110,19 +117,18 @@ async def test_an_asked_read_of_a_hard_link_runs_once_the_user_allows_it(
     assert len(asked) == 1
 
 
-@pytest.mark.parametrize(
-    ("tool", "args"), [("read_file", {"file_path": "n"}), ("grep_search", {"pattern": "password"})]
-)
 async def test_a_subagents_read_of_a_hard_link_is_denied_not_left_hanging(
-    run_gemini: Run, responses: Responses, workspace: Path, tool: str, args: dict[str, Any]
+    run_gemini: Run, responses: Responses, workspace: Path
 ) -> None:
     """READ before by the subagent. A subagent cannot be asked (0.61 puts its question on a bus no ACP client answers,
     and in yolo waited for ever); the asking rules hold in every mode but yolo, where the CLI refuses a subagent's
-    asked call itself: the read is refused, the subagent's ordinary read runs, and the run ends."""
+    asked call itself: the reads (by read_file and by grep_search, one after the other) are refused, the subagent's
+    ordinary read runs, and the run ends."""
     os.link(_netrc(), workspace / "n")
     fake = responses(
         stream_line(call("invoke_agent", agent_name="generalist", prompt="read it")),
-        stream_line(call(tool, **args)),
+        stream_line(call("read_file", file_path="n")),
+        stream_line(call("grep_search", pattern="password")),
         stream_line(call("read_file", file_path="notes.txt")),
         stream_line(call("complete_task", result={"response": "finished"})),
         stream_line(text("done")),
@@ -134,3 +140,5 @@ async def test_a_subagents_read_of_a_hard_link_is_denied_not_left_hanging(
     assert "alpha" in outputs  # the subagent's ordinary read ran
     assert isinstance(events[-1], Result)
     assert events[-1].status == "success", events[-1].error
+    called = [e.name for e in events if isinstance(e, ToolUse)]
+    assert called[:4] == ["invoke_agent", "read_file", "grep_search", "read_file"], called  # both reads were made
