@@ -52,11 +52,12 @@ def _rule(tool: str, decision: str = "deny", args: str | None = None) -> Policy:
     )
 
 
-def _delegating(responses: Responses, name: str, **args: Any) -> Path:
-    """The model delegates to the generalist, whose subagent calls `name`; then both finish."""
+def _delegating(responses: Responses, *calls: tuple[str, dict[str, Any]]) -> Path:
+    """The model delegates to the generalist, whose subagent makes `calls` (name, arguments) in turn; then both
+    finish."""
     return responses(
         stream_line(call("invoke_agent", agent_name="generalist", prompt="do it")),
-        stream_line(call(name, **args)),
+        *(stream_line(call(name, **args)) for name, args in calls),
         stream_line(call("complete_task", result={"response": "finished"})),
         stream_line(text("done")),
     )
@@ -100,12 +101,7 @@ async def test_in_yolo_a_subagents_call_of_a_denied_tool_is_refused(
     the CLI offers a tool denied outright to nobody. One run: the subagent calls each of the three in turn, each
     refused on its own by its rule."""
     server, _log = _server(tmp_path)
-    fake = responses(
-        stream_line(call("invoke_agent", agent_name="generalist", prompt="do it")),
-        *(stream_line(call(name, **args)) for _, name, args, _ in DENIED_IN_YOLO),
-        stream_line(call("complete_task", result={"response": "finished"})),
-        stream_line(text("done")),
-    )
+    fake = _delegating(responses, *((name, args) for _, name, args, _ in DENIED_IN_YOLO))
     first, *others = [tool for tool, _, _, _ in DENIED_IN_YOLO]
     policy = _rule(first).with_toml(
         "".join(
