@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,6 +20,16 @@ from unified._binary.proctable import Process, process_table
 from unified._cli.serve import FAKE_SERVERS, start_fake
 
 FAKE = {"gemini-cli": "gemini", "claude-code": "anthropic", "codex": "openai"}
+
+STOPS = [
+    pytest.param("gemini-cli", signal.SIGTERM, 143, id="15-143-gemini-cli"),
+    pytest.param("claude-code", signal.SIGINT, 130, id="2-130-claude-code"),
+    pytest.param("codex", signal.SIGINT, 130, id="2-130-codex"),
+    pytest.param("codex", signal.SIGTERM, 143, id="15-143-codex"),
+]
+"""(`served_env` backend, signal, exit code) for the signal tests: every backend stopped, each signal on a slow-starting
+binary. The CLI handles both signals alike for every backend (`_cli.main._STOP_SIGNALS`, only the exit code differs),
+and a backend's cleanup is the same whatever the signal; codex, the cheapest start, takes both."""
 
 
 def shell_call(backend: str, command: str) -> dict[str, object]:

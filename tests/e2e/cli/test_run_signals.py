@@ -15,15 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.cli.conftest import FAKE, cmdline, start_until_the_command_runs
+from tests.e2e.cli.conftest import STOPS, cmdline, start_until_the_command_runs
 from tests.hang_guard import HANG_GUARD_S
 from unified._binary.proctable import still_running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("binaries")]
 
 
-@pytest.mark.parametrize("served_env", list(FAKE), indirect=True)
-@pytest.mark.parametrize(("sent", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(("served_env", "sent", "code"), STOPS, indirect=["served_env"])
 def test_a_signal_during_a_tool_call_ends_the_run_with_its_result_and_no_process_left(
     served_env: dict[str, str], sent: signal.Signals, code: int, tmp_path: Path
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -103,7 +104,9 @@ async def later_start_with_cleanup(home: Path, workspace: Path, chats: Path | No
     settings = json.loads((home / "settings.json").read_text())
     settings["general"]["sessionRetention"] = {"enabled": True, "maxAge": "3650d"}
     (home / "settings.json").write_text(json.dumps(settings))
-    child = await anyio.open_process([str(LOCAL_BINARY), "--acp"], cwd=workspace, stdout=subprocess.DEVNULL)
+    # Not relaunched (as unified starts it): the relaunch's second node, which does the cleanup alike, doubled the cost.
+    env = {**os.environ, "GEMINI_CLI_NO_RELAUNCH": "true"}
+    child = await anyio.open_process([str(LOCAL_BINARY), "--acp"], cwd=workspace, env=env, stdout=subprocess.DEVNULL)
     try:
         with anyio.fail_after(HANG_GUARD_S):
             while decoy.exists():  # noqa: ASYNC110 -- waiting on another process's file system work

@@ -137,15 +137,16 @@ async def test_permission_through_on_user_input(
     assert "user_input_request" in kinds(events)
 
 
-@pytest.mark.parametrize("command", ["echo hi > out.txt", "echo hi", "ls"])
 @ASYNCIO_ONLY
 async def test_shell_in_default_mode_asks_the_caller_for_every_command(
-    run_gemini: Run, responses: Responses, workspace: Path, command: str
+    run_gemini: Run, responses: Responses, workspace: Path
 ) -> None:
     """0.61's policy engine would run a command it deems safe (`echo hi`, `ls`) without asking anyone; unified's
     rule for the CLI (a shell rule with arguments, which its heuristics leave alone) makes it ask, so the
-    caller decides every command, with the model's command in the prompt."""
-    fake = responses(stream_line(call("run_shell_command", command=command)), stream_line(text("ok")))
+    caller decides every command, with the model's command in the prompt. One run makes the three calls (each
+    asked on its own)."""
+    commands = ["echo hi > out.txt", "echo hi", "ls"]
+    fake = responses(*(stream_line(call("run_shell_command", command=c)) for c in commands), stream_line(text("ok")))
     asked: list[UserInputRequest] = []
 
     async def deny_all(request: UserInputRequest) -> UserInputResponse:
@@ -153,15 +154,14 @@ async def test_shell_in_default_mode_asks_the_caller_for_every_command(
         return UserInputResponse.deny()
 
     events = await run_gemini(fake, on_user_input=deny_all)
-    (decision,) = [e for e in events if isinstance(e, PermissionDecision)]
-    assert [r.tool_name for r in asked] == ["run_shell_command"]
-    assert asked[0].details["args"] == {"command": command}
-    assert asked[0].details["cwd"] == str(workspace)
-    assert (decision.decision, decision.decided_by) == ("deny", "user")
-    (use,) = [e for e in events if isinstance(e, ToolUse)]
-    assert use.input == {"command": command}
-    (result,) = [e for e in events if isinstance(e, ToolResult)]
-    assert result.output == 'Tool "run_shell_command" was canceled by the user.'
+    decisions = [e for e in events if isinstance(e, PermissionDecision)]
+    assert [r.tool_name for r in asked] == ["run_shell_command"] * 3
+    assert [r.details["args"] for r in asked] == [{"command": c} for c in commands]
+    assert [r.details["cwd"] for r in asked] == [str(workspace)] * 3
+    assert [(d.decision, d.decided_by) for d in decisions] == [("deny", "user")] * 3
+    assert [e.input for e in events if isinstance(e, ToolUse)] == [{"command": c} for c in commands]
+    results = [e.output for e in events if isinstance(e, ToolResult)]
+    assert results == ['Tool "run_shell_command" was canceled by the user.'] * 3
     assert not (workspace / "out.txt").exists()
 
 

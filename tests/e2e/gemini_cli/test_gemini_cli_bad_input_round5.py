@@ -4,6 +4,7 @@ the session's opening until every server has listed its tools (10 minutes for on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -43,13 +44,13 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 64
 """The head of a PNG: the refusal comes before anything reads the image."""
 
 
-async def run(server: FakeGemini, workspace: Path, started: Started | None, mcp: McpServer) -> list[UnifiedEvent]:
+async def run(server: FakeGemini, workspace: Path, started: Started | None, *mcp: McpServer) -> list[UnifiedEvent]:
     params = ExecuteParams(
         prompt="hi",
         backend="gemini-cli",
         model=CLI_MODEL,
         cwd=workspace,
-        mcp_servers=(mcp,),
+        mcp_servers=mcp,
         idle_timeout_s=120,  # old code's end: the idle timeout, which names nothing
         backend_options={"env": server.cli_env, "pool_size": 0}
         | ({"start_process": started} if started is not None else {}),
@@ -94,37 +95,37 @@ async def test_an_mcp_server_that_stops_answering_after_initialize_is_a_backend_
     assert not runs(int(pid_file.read_text()), script)
 
 
-@pytest.mark.parametrize(
-    ("kind", "status", "body", "said"),
-    [
-        ("http", 401, b"{}", "requires authentication"),
-        ("sse", 401, b"{}", "requires authentication"),
-        ("http", 500, b'{"error": "database down"}', "HTTP 500"),
-        ("http", 200, b"no json here", "not valid JSON"),
-    ],
-    ids=["http-401", "sse-401", "http-500", "http-garbage"],
-)
-async def test_an_mcp_server_that_takes_the_connection_and_fails_is_a_warning_naming_it(
-    workspace: Path, kind: str, status: int, body: bytes, said: str
-) -> None:
+FAILING_MCP = [
+    ("http-401", "http", 401, b"{}", "requires authentication"),
+    ("sse-401", "sse", 401, b"{}", "requires authentication"),
+    ("http-500", "http", 500, b'{"error": "database down"}', "HTTP 500"),
+    ("http-garbage", "http", 200, b"no json here", "not valid JSON"),
+]
+"""MCP servers that take the connection and fail, each its own way: one run is given all four, under their ids."""
+
+
+async def test_an_mcp_server_that_takes_the_connection_and_fails_is_a_warning_naming_it(workspace: Path) -> None:
     """Was: nothing. The TCP look saw a port that is up; the CLI dropped the server and said so only in its debug
-    log. Now `mcp_unavailable` names the server, its URL and what the CLI met, once, and the run goes on."""
-    with answering(status, body) as (base, _):
-        url = f"{base}/mcp"
-        headers = {"Authorization": "Bearer s3cret-token"}
-        failing: McpServer = (
-            HttpMcpServer(name="tickets", url=url, headers=headers)
-            if kind == "http"
-            else SseMcpServer(name="tickets", url=url, headers=headers)
-        )
+    log. Now `mcp_unavailable` names the server, its URL and what the CLI met, once, and the run goes on. One run
+    has all four servers: each gets its own warning, saying what that one met."""
+    headers = {"Authorization": "Bearer s3cret-token"}
+    with contextlib.ExitStack() as stack:
+        failing: list[McpServer] = []
+        urls: dict[str, str] = {}
+        for name, kind, status, body, _ in FAILING_MCP:
+            base, _ = stack.enter_context(answering(status, body))
+            urls[name] = f"{base}/mcp"
+            cls = HttpMcpServer if kind == "http" else SseMcpServer
+            failing.append(cls(name=name, url=urls[name], headers=headers))
         async with FakeGemini([ModelTurn(text="done without it")]) as server:
-            events = await run(server, workspace, None, failing)
+            events = await run(server, workspace, None, *failing)
     warnings = [e for e in events if isinstance(e, WarningEvent) and e.code == "mcp_unavailable"]
-    assert len(warnings) == 1, [e.message for e in events if isinstance(e, WarningEvent)]
-    assert "'tickets'" in warnings[0].message
-    assert url.removesuffix("/mcp") in warnings[0].message
-    assert said in warnings[0].message
-    assert "s3cret-token" not in warnings[0].message
+    assert len(warnings) == len(FAILING_MCP), [e.message for e in events if isinstance(e, WarningEvent)]
+    for name, _, _, _, said in FAILING_MCP:
+        [warning] = [w for w in warnings if f"'{name}'" in w.message]
+        assert urls[name].removesuffix("/mcp") in warning.message
+        assert said in warning.message
+        assert "s3cret-token" not in warning.message
     last = events[-1]
     assert isinstance(last, Result)
     assert last.status == "success"

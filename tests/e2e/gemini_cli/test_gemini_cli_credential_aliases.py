@@ -8,14 +8,21 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import call, stream_line, text
 from tests.hang_guard import HANG_GUARD_S
-from unified.events import PermissionDecision, Result, ToolResult, UnifiedEvent, UserInputRequest, UserInputResponse
+from unified.events import (
+    PermissionDecision,
+    Result,
+    ToolResult,
+    ToolUse,
+    UnifiedEvent,
+    UserInputRequest,
+    UserInputResponse,
+)
 
 Run = Callable[..., Awaitable[list[UnifiedEvent]]]
 Responses = Callable[..., Path]
@@ -39,17 +46,18 @@ def _decisions(events: list[UnifiedEvent]) -> dict[str, PermissionDecision]:
     return {e.tool_use_id: e for e in events if isinstance(e, PermissionDecision)}
 
 
+ALIASED_READS = [
+    ("read_file", {"file_path": "docs/n"}),
+    ("read_file", {"file_path": "./docs/../docs/s"}),  # a link to the hard link, spelled otherwise
+    ("grep_search", {"pattern": "password"}),
+]
+"""The reads of the credential file by another name: one run makes all three, each judged on its own (the rules the
+run starts with are the same for each), so one CLI start per transport proves them all."""
+
+
 @pytest.mark.parametrize("transport", ["acp", "stream-json"])
-@pytest.mark.parametrize(
-    ("tool", "args"),
-    [
-        ("read_file", {"file_path": "docs/n"}),
-        ("read_file", {"file_path": "./docs/../docs/s"}),  # a link to the hard link, spelled otherwise
-        ("grep_search", {"pattern": "password"}),
-    ],
-)
 async def test_a_hard_link_to_a_credential_file_is_not_read_unasked(
-    run_gemini: Run, responses: Responses, workspace: Path, transport: str, tool: str, args: dict[str, Any]
+    run_gemini: Run, responses: Responses, workspace: Path, transport: str
 ) -> None:
     """READ before, on both transports: the CLI's read tools gave the model `~/.netrc`'s password through `docs/n`
     (or a link to it). An ordinary file is still read, unasked, in the same run."""
@@ -57,7 +65,7 @@ async def test_a_hard_link_to_a_credential_file_is_not_read_unasked(
     os.link(_netrc(), workspace / "docs" / "n")
     (workspace / "docs" / "s").symlink_to("n")
     fake = responses(
-        stream_line(call(tool, **args)),
+        *(stream_line(call(tool, **args)) for tool, args in ALIASED_READS),
         stream_line(call("read_file", file_path="notes.txt")),
         stream_line(text("done")),
     )
@@ -65,12 +73,14 @@ async def test_a_hard_link_to_a_credential_file_is_not_read_unasked(
     outputs = _outputs(events)
     assert SECRET not in outputs
     assert "alpha" in outputs  # notes.txt, read
-    first, second = _decisions(events).values()
-    assert (first.tool_name, first.decision, second.decision) == (tool, "deny", "allow")
+    *denied, allowed = _decisions(events).values()
+    assert [(d.tool_name, d.decision) for d in denied] == [(tool, "deny") for tool, _ in ALIASED_READS]
+    assert allowed.decision == "allow"
     if transport == "acp":  # asked, and nobody answers here
-        assert first.rule == "outside-workspace"
-        assert "docs/n, docs/s: a hard link or a link to one" in (first.reason or "")
-        assert second.rule == "read-only"
+        for decision in denied:
+            assert decision.rule == "outside-workspace"
+            assert "docs/n, docs/s: a hard link or a link to one" in (decision.reason or "")
+        assert allowed.rule == "read-only"
 
 
 @pytest.mark.parametrize("transport", ["acp", "stream-json"])
@@ -107,19 +117,18 @@ async def test_an_asked_read_of_a_hard_link_runs_once_the_user_allows_it(
     assert len(asked) == 1
 
 
-@pytest.mark.parametrize(
-    ("tool", "args"), [("read_file", {"file_path": "n"}), ("grep_search", {"pattern": "password"})]
-)
 async def test_a_subagents_read_of_a_hard_link_is_denied_not_left_hanging(
-    run_gemini: Run, responses: Responses, workspace: Path, tool: str, args: dict[str, Any]
+    run_gemini: Run, responses: Responses, workspace: Path
 ) -> None:
     """READ before by the subagent. A subagent cannot be asked (0.61 puts its question on a bus no ACP client answers,
     and in yolo waited for ever); the asking rules hold in every mode but yolo, where the CLI refuses a subagent's
-    asked call itself: the read is refused, the subagent's ordinary read runs, and the run ends."""
+    asked call itself: the reads (by read_file and by grep_search, one after the other) are refused, the subagent's
+    ordinary read runs, and the run ends."""
     os.link(_netrc(), workspace / "n")
     fake = responses(
         stream_line(call("invoke_agent", agent_name="generalist", prompt="read it")),
-        stream_line(call(tool, **args)),
+        stream_line(call("read_file", file_path="n")),
+        stream_line(call("grep_search", pattern="password")),
         stream_line(call("read_file", file_path="notes.txt")),
         stream_line(call("complete_task", result={"response": "finished"})),
         stream_line(text("done")),
@@ -131,3 +140,5 @@ async def test_a_subagents_read_of_a_hard_link_is_denied_not_left_hanging(
     assert "alpha" in outputs  # the subagent's ordinary read ran
     assert isinstance(events[-1], Result)
     assert events[-1].status == "success", events[-1].error
+    called = [e.name for e in events if isinstance(e, ToolUse)]
+    assert called[:4] == ["invoke_agent", "read_file", "grep_search", "read_file"], called  # both reads were made

@@ -20,21 +20,27 @@ Run = Callable[..., Awaitable[list[UnifiedEvent]]]
 Responses = Callable[..., Path]
 
 
+PROTECTED = (".gemini/settings.json", ".env", "GEMINI.md")
+"""Written in one run per transport: each write is judged on its own (rules fixed when the run starts)."""
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 @pytest.mark.parametrize("transport", ["acp", "stream-json"])
-@pytest.mark.parametrize("protected", [".gemini/settings.json", ".env", "GEMINI.md"])
 async def test_auto_edit_writes_plain_files_but_not_protected_ones(
-    run_gemini: Run, responses: Responses, workspace: Path, transport: str, protected: str
+    run_gemini: Run, responses: Responses, workspace: Path, transport: str
 ) -> None:
     fake = responses(
-        stream_line(call("write_file", file_path=str(workspace / protected), content='{"mcpServers": {}}')),
+        *(
+            stream_line(call("write_file", file_path=str(workspace / protected), content='{"mcpServers": {}}'))
+            for protected in PROTECTED
+        ),
         stream_line(call("write_file", file_path=str(workspace / "plain.txt"), content="fine")),
         stream_line(text("done")),
     )
     await run_gemini(fake, approval_mode="auto_edit", backend_options={"transport": transport})
     assert (workspace / "plain.txt").read_text() == "fine"
-    assert not (workspace / protected).exists()
+    assert [protected for protected in PROTECTED if (workspace / protected).exists()] == []
 
 
 @pytest.mark.anyio

@@ -67,11 +67,14 @@ def _moved(events: list[dict[str, Any]]) -> list[str]:
 async def test_resume_by_short_id_from_another_directory_continues_the_session_there(
     tmp_path: Path, isolated_home: Path
 ) -> None:
+    """Over ACP (b, b again, then a), then over the headless transport: `gemini -p --resume <id>` looks the session
+    up in its process's cwd's project, so moved first (back to b), it is found; the CLI's own session cleanup in
+    b (retention on) then keeps the moved session, header and all."""
     home = isolated_home / ".gemini"
     a, b = (tmp_path / "a").resolve(), (tmp_path / "b").resolve()
     a.mkdir()
     b.mkdir()
-    turns = [ModelTurn(text=t) for t in ("noted", "it was 42", "still 42", "42 again")]
+    turns = [ModelTurn(text=t) for t in ("noted", "it was 42", "still 42", "42 again", "42 from b")]
     async with FakeGemini(turns) as server:
         first = await _run(server, a, "remember 42", model="gemini-2.5-flash")
         started = first[0]
@@ -116,35 +119,25 @@ async def test_resume_by_short_id_from_another_directory_continues_the_session_t
         assert _texts(server.requests[-1])[-3:] == ["sure?", "still 42", "and in a?"]
         [back] = session_files(home, started.session_id)
         assert back.parent == in_a.parent
-        server.assert_done()
 
-
-async def test_the_headless_transport_resumes_from_another_directory_too(tmp_path: Path, isolated_home: Path) -> None:
-    """`gemini -p --resume <id>` looks the session up in its process's cwd's project: moved first, it is found."""
-    a, b = (tmp_path / "a").resolve(), (tmp_path / "b").resolve()
-    a.mkdir()
-    b.mkdir()
-    async with FakeGemini([ModelTurn(text="noted"), ModelTurn(text="it was 42")]) as server:
-        first = await _run(server, a, "remember 42", model="gemini-2.5-flash")
-        started = first[0]
-        assert isinstance(started, SessionStarted)
-        events = await _run(
-            server,
-            b,
-            "what was the number?",
-            resume=started.short_id,
-            backend_options_extra={"transport": "stream-json"},
+        # From b over the headless transport: moved first, then found by `gemini -p --resume`.
+        fifth = await _run(
+            server, b, "over -p?", resume=started.short_id, backend_options_extra={"transport": "stream-json"}
         )
-        result = events[-1]
+        result = fifth[-1]
         assert isinstance(result, Result)
-        assert (result.status, result.final_text) == ("success", "it was 42"), result.error
-        assert any(isinstance(e, WarningEvent) and e.code == "session_moved" for e in events)
-        assert _texts(server.requests[-1]) == ["remember 42", "noted", "what was the number?"]
-        [path] = session_files(isolated_home / ".gemini", str(started.session_id))
+        assert (result.status, result.final_text) == ("success", "42 from b"), result.error
+        assert next(e for e in fifth if isinstance(e, SessionStarted)).transport == "stream-json"
+        assert any(isinstance(e, WarningEvent) and e.code == "session_moved" for e in fifth)
+        assert _texts(server.requests[-1]) == [
+            *("remember 42", "noted", "what was the number?", "it was 42", "sure?", "still 42"),
+            *("and in a?", "42 again", "over -p?"),
+        ]
+        [path] = session_files(home, started.session_id)
         assert (path.parent.parent / ".project_root").read_text() == str(b)
-    # The CLI's own session cleanup in b (retention on) keeps the moved session, header and all.
+        server.assert_done()
     content = path.read_bytes()
-    await later_start_with_cleanup(isolated_home / ".gemini", b, path.parent)
+    await later_start_with_cleanup(home, b, path.parent)
     assert path.read_bytes() == content
 
 

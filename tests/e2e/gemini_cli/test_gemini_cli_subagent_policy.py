@@ -52,11 +52,12 @@ def _rule(tool: str, decision: str = "deny", args: str | None = None) -> Policy:
     )
 
 
-def _delegating(responses: Responses, name: str, **args: Any) -> Path:
-    """The model delegates to the generalist, whose subagent calls `name`; then both finish."""
+def _delegating(responses: Responses, *calls: tuple[str, dict[str, Any]]) -> Path:
+    """The model delegates to the generalist, whose subagent makes `calls` (name, arguments) in turn; then both
+    finish."""
     return responses(
         stream_line(call("invoke_agent", agent_name="generalist", prompt="do it")),
-        stream_line(call(name, **args)),
+        *(stream_line(call(name, **args)) for name, args in calls),
         stream_line(call("complete_task", result={"response": "finished"})),
         stream_line(text("done")),
     )
@@ -85,24 +86,32 @@ def _assert_refused(events: Sequence[UnifiedEvent], name: str) -> ToolResult:
     return result
 
 
-@pytest.mark.parametrize(
-    ("tool", "name", "args", "victim"),
-    [
-        ("mcp__srv__delete_repo", "mcp_srv_delete_repo", {"repo": "prod"}, "srv.log"),
-        ("run_shell_command", "run_shell_command", {"command": "touch hit"}, "ws/hit"),
-        ("write_file", "write_file", {"file_path": "hit.txt", "content": "x"}, "ws/hit.txt"),
-    ],
-)
+DENIED_IN_YOLO = [
+    ("mcp__srv__delete_repo", "mcp_srv_delete_repo", {"repo": "prod"}, "srv.log"),
+    ("run_shell_command", "run_shell_command", {"command": "touch hit"}, "ws/hit"),
+    ("write_file", "write_file", {"file_path": "hit.txt", "content": "x"}, "ws/hit.txt"),
+]
+"""Tools a user rule denies outright, the call the subagent makes of each, and what the call would leave."""
+
+
 async def test_in_yolo_a_subagents_call_of_a_denied_tool_is_refused(
-    run_gemini: Run, responses: Responses, tmp_path: Path, tool: str, name: str, args: dict[str, Any], victim: str
+    run_gemini: Run, responses: Responses, tmp_path: Path
 ) -> None:
     """Before: no event after `subagent_started` and the tool did not run, until the hang guard (each case). Now
-    the CLI offers a tool denied outright to nobody."""
+    the CLI offers a tool denied outright to nobody. One run: the subagent calls each of the three in turn, each
+    refused on its own by its rule."""
     server, _log = _server(tmp_path)
-    fake = _delegating(responses, name, **args)
-    events = await _run(run_gemini, fake, "yolo", _rule(tool), mcp_servers=(server,))
-    assert not (tmp_path / victim).exists()
-    _assert_refused(events, name)
+    fake = _delegating(responses, *((name, args) for _, name, args, _ in DENIED_IN_YOLO))
+    first, *others = [tool for tool, _, _, _ in DENIED_IN_YOLO]
+    policy = _rule(first).with_toml(
+        "".join(
+            f'[[rule]]\nname = "mine"\ntoolName = "{tool}"\ndecision = "deny"\npriority = 500\n\n' for tool in others
+        )
+    )
+    events = await _run(run_gemini, fake, "yolo", policy, mcp_servers=(server,))
+    for _, name, _, victim in DENIED_IN_YOLO:
+        assert not (tmp_path / victim).exists()
+        _assert_refused(events, name)
 
 
 @pytest.mark.parametrize(("rule", "prompts"), [({"decision": "ask_user"}, 1), ({"decision": "deny", "args": "rm "}, 0)])

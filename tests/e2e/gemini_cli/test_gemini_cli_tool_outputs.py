@@ -15,7 +15,7 @@ from unified.events import ToolResult, ToolUse, UnifiedEvent, WarningEvent
 
 pytestmark = pytest.mark.anyio
 ASYNCIO_ONLY = pytest.mark.parametrize("anyio_backend", ["asyncio"])
-"""The first test runs on trio too; the rest add nothing there."""
+"""As the conftest's `anyio_backend` (asyncio only): the loop changes nothing the CLI does here."""
 Responses = Callable[..., Path]
 
 
@@ -27,40 +27,36 @@ def uses(events: list[UnifiedEvent]) -> list[ToolUse]:
     return [e for e in events if isinstance(e, ToolUse)]
 
 
-async def test_read_file_output_is_the_files_text(run_gemini: Run, responses: Responses) -> None:
-    fake = responses(stream_line(call("read_file", file_path="notes.txt")), stream_line(text("Read.")))
+async def test_a_read_a_listing_and_a_failing_read_get_their_own_outputs(
+    run_gemini: Run, responses: Responses, workspace: Path
+) -> None:
+    """One call after the other in one run: each output is read back from the chat file."""
+    (workspace / "second.md").write_text("x")
+    fake = responses(
+        stream_line(call("read_file", file_path="notes.txt")),
+        stream_line(call("list_directory", dir_path=".")),
+        stream_line(call("read_file", file_path="missing.txt")),
+        stream_line(text("Done.")),
+    )
     events = await run_gemini(fake)
-    (use,) = uses(events)
-    done = results(events)[use.tool_use_id]
+    read, listed, failed = uses(events)
+    done = results(events)[read.tool_use_id]
     assert done.output == "alpha\nbeta\n"
     assert not done.is_error
     # Normal form: the tool_use waited for the chat file's record, so it carries the model's arguments.
-    assert use.input == {"file_path": "notes.txt"}
+    assert read.input == {"file_path": "notes.txt"}
     assert done.input is None
     assert "warning" not in kinds(events)
 
-
-@ASYNCIO_ONLY
-async def test_list_directory_output_lists_the_files(run_gemini: Run, responses: Responses, workspace: Path) -> None:
-    (workspace / "second.md").write_text("x")
-    fake = responses(stream_line(call("list_directory", dir_path=".")), stream_line(text("Listed.")))
-    events = await run_gemini(fake)
-    (use,) = uses(events)
-    listing = results(events)[use.tool_use_id].output
+    listing = results(events)[listed.tool_use_id].output
     assert isinstance(listing, str)
     assert "notes.txt" in listing
     assert "second.md" in listing
 
-
-@ASYNCIO_ONLY
-async def test_failing_call_output_has_the_error(run_gemini: Run, responses: Responses) -> None:
-    fake = responses(stream_line(call("read_file", file_path="missing.txt")), stream_line(text("Missing.")))
-    events = await run_gemini(fake)
-    (use,) = uses(events)
-    done = results(events)[use.tool_use_id]
-    assert done.is_error
-    assert isinstance(done.output, str)
-    assert "missing.txt" in done.output
+    missing = results(events)[failed.tool_use_id]
+    assert missing.is_error
+    assert isinstance(missing.output, str)
+    assert "missing.txt" in missing.output
 
 
 @ASYNCIO_ONLY
