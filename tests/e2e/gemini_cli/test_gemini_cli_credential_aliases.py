@@ -17,6 +17,7 @@ from tests.hang_guard import HANG_GUARD_S
 from unified.events import (
     PermissionDecision,
     Result,
+    SubagentStarted,
     ToolResult,
     ToolUse,
     UnifiedEvent,
@@ -117,28 +118,39 @@ async def test_an_asked_read_of_a_hard_link_runs_once_the_user_allows_it(
     assert len(asked) == 1
 
 
-async def test_a_subagents_read_of_a_hard_link_is_denied_not_left_hanging(
+async def test_a_delegation_carries_no_read_of_a_hard_link_past_the_asking_rule(
     run_gemini: Run, responses: Responses, workspace: Path
 ) -> None:
-    """READ before by the subagent. A subagent cannot be asked (0.61 puts its question on a bus no ACP client answers,
-    and in yolo waited for ever); the asking rules hold in every mode but yolo, where the CLI refuses a subagent's
-    asked call itself: the reads (by read_file and by grep_search, one after the other) are refused, the subagent's
-    ordinary read runs, and the run ends."""
+    """A model that delegates the reads to a subagent gets no further: outside yolo the shipped table asks for
+    `invoke_agent`, and nobody can be asked about a delegation (0.61 never asks; a subagent's own question waited for
+    ever), so the CLI does not offer it (`never_asked_denials`): the delegation is denied by policy, no subagent
+    starts, and the reads (by read_file and by grep_search, one after the other) are the main agent's, asked and
+    denied with nobody to answer; its ordinary read runs and the run ends. (In yolo, every mode's asking rules are off:
+    unified's yolo allows every call, a credential read too, docs/tools.md.) This test's docstring said the subagent
+    made the reads; it never did (no `subagent_started`)."""
     os.link(_netrc(), workspace / "n")
     fake = responses(
         stream_line(call("invoke_agent", agent_name="generalist", prompt="read it")),
         stream_line(call("read_file", file_path="n")),
         stream_line(call("grep_search", pattern="password")),
         stream_line(call("read_file", file_path="notes.txt")),
-        stream_line(call("complete_task", result={"response": "finished"})),
         stream_line(text("done")),
     )
     with anyio.fail_after(HANG_GUARD_S):
         events = await run_gemini(fake, backend_options={"fake_responses_strict": False})
     outputs = _outputs(events)
     assert SECRET not in outputs
-    assert "alpha" in outputs  # the subagent's ordinary read ran
+    assert "alpha" in outputs  # the ordinary read ran
     assert isinstance(events[-1], Result)
     assert events[-1].status == "success", events[-1].error
-    called = [e.name for e in events if isinstance(e, ToolUse)]
-    assert called[:4] == ["invoke_agent", "read_file", "grep_search", "read_file"], called  # both reads were made
+    assert not any(isinstance(e, SubagentStarted) for e in events)
+    uses = [e for e in events if isinstance(e, ToolUse)]
+    assert [(e.name, e.subagent_task_id) for e in uses] == [
+        ("invoke_agent", None),
+        ("read_file", None),
+        ("grep_search", None),
+        ("read_file", None),
+    ]
+    decisions = [_decisions(events)[e.tool_use_id] for e in uses]
+    assert [d.decision for d in decisions] == ["deny", "deny", "deny", "allow"]
+    assert [d.rule for d in decisions[1:]] == ["outside-workspace", "outside-workspace", "read-only"]
