@@ -669,6 +669,9 @@ class _Scope:
     runs_found: bool = False
     """Whether a part is a program find runs on what it finds (`find docs -exec cat {} +`, `-ok`): it opens a
     symbolic link find only lists, so find's trees are searched following links (`_tree_read_reason`)."""
+    reads: bool = False
+    """Whether the command is judged as a read a backend runs unasked (`credential_read`): then a file with other
+    names it may read is a reason too (`other_names`); a protected write's judgement (`shell_protected`) reads none."""
 
 
 _CLUSTER_MAX = 64
@@ -903,7 +906,7 @@ def credential_read(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
     places = _places(parts, cwd)
     if isinstance(places, str):
         return places
-    scope = _Scope(places, roots, [], entries_left=TREE_CHECK_MAX_ENTRIES, runs_found=_runs_found(parts))
+    scope = _Scope(places, roots, [], entries_left=TREE_CHECK_MAX_ENTRIES, runs_found=_runs_found(parts), reads=True)
     scope.credentials = credential_ids()
     for part in parts:
         name = _program(part)
@@ -978,7 +981,7 @@ def _unread_reason(part: SimpleCommand, name: str, scope: _Scope) -> str | None:
             for path in found:
                 # by device and inode (a link or a hard link to one): one `stat`, not the patterns' search (50
                 # files of `cat src/*.py` took 22 ms that way); reading a protected path is no protected write
-                hit = _read_reason(place / path, scope.credentials)
+                hit = (_read_reason if scope.reads else _credential_at)(place / path, scope.credentials)
                 if hit is None and reads_trees:
                     hit = _tree_credential(path, place, scope, follows=_follows(part))
                 if hit is not None:
@@ -1718,6 +1721,13 @@ PROTECTED_LINK_SCAN_MAX_ENTRIES = 20_000
 """The most entries `linked_from_protected` looks at for one written file; past it the write is asked."""
 
 
+def _glob_component(part: str) -> str:
+    """A regex of the names one glob component matches, or of more (`glob_links_out`)."""
+    if any(char in part for char in "[]{}"):
+        return "[^/]+"
+    return "".join("[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char) for char in part)
+
+
 GLOB_MAGIC = re.compile(r"[*?\[\]{}]")
 """What makes a glob pattern's component a pattern rather than a name (a brace list too: ripgrep's globs take one)."""
 
@@ -1729,12 +1739,16 @@ def glob_links_out(
     folder of the pattern matches (`*/lnk/x`, `**/lnk/*`, `a*/x` with `ab` a link out), or None. The pattern's literal
     leading folders are judged as a path by the caller (round 25); this walks what its wildcard folders may match
     (no link followed, at most `limit` entries: past them, what lies further cannot be vouched for) and judges each
-    link a folder of the pattern may name. A wildcard component is read as any one name and `**` as any run of them,
-    wider than the glob itself: a link is judged that the glob would pass by, never one it passes through unjudged."""
+    link a folder of the pattern may name. `*` and `?` are read as the glob reads them, a component with a class or a
+    brace list as any one name, `**` as any run of names: wider than the glob itself, so a link is judged that the
+    glob would pass by, never one it passes through unjudged."""
     parts = [part for part in pattern.split("/")[:-1] if part not in ("", ".")]
     literal = list(itertools.takewhile(lambda part: not GLOB_MAGIC.search(part), parts))
     rest = parts[len(literal) :]
-    if not rest:
+    if all(part == "**" for part in rest):
+        # none (the literal folder, judged by the caller), or `**` alone (`**/*.py`): a link is matched by no name of
+        # the pattern's, only by a walk into every folder, which ripgrep's does not follow (the CLI's Glob: `--files`
+        # without `--follow`); walking each such Glob's tree would cost every run's most common search
         return None
     try:
         start = Path(os.path.realpath(place.joinpath(*literal)))
@@ -1742,10 +1756,7 @@ def glob_links_out(
         return None
     if not any(start.is_relative_to(root) for root in roots):
         return None  # the literal folder is outside: the caller's judgement of it asks
-    pieces = [
-        "(?:[^/]+/)*" if part == "**" else "[^/]+/" if GLOB_MAGIC.search(part) else re.escape(part) + "/"
-        for part in rest
-    ]
+    pieces = ["(?:[^/]+/)*" if part == "**" else _glob_component(part) + "/" for part in rest]
     prefixes = [re.compile("".join(pieces[:end])) for end in range(1, len(pieces) + 1)]
     deepest = None if "**" in rest else len(rest)
     left = limit
