@@ -32,6 +32,8 @@ from unified._adapters.codex._options import CodexOptions
 from unified.tools import ToolCall, ToolRuntime, _protected
 from unified.tools._base import ToolError
 from unified.tools._paths import Workspace
+from unified.tools._protected import shell_protected
+from unified.tools._shell_syntax import parse
 from unified.types import ExecuteParams
 
 pytestmark = [pytest.mark.anyio, pytest.mark.unit]
@@ -319,3 +321,95 @@ async def test_a_nul_byte_does_not_hide_the_hard_link(ws: Path) -> None:
     """SUCCEEDED before (the hard link's hole): `no\\0tes` is judged as `notes`, as the policy spells it, and asked."""
     body, _ = await _claude_answer(ws, "Read", {"file_path": "no\x00tes"})
     assert body["behavior"] == "deny", body
+
+
+# 6. more reads of a hard link, and what the backends' tools reach through links (pins but the first two)
+
+
+async def test_a_claude_code_grep_of_a_hard_link_to_an_outside_file_is_asked(ws: Path) -> None:
+    """SUCCEEDED before: Grep with `path` the hard link searched the outside file unasked."""
+    body, decision = await _claude_answer(ws, "Grep", {"pattern": "round26", "path": "notes"})
+    assert body["behavior"] == "deny", body
+    assert "hard links" in str(decision.reason)
+
+
+@pytest.mark.parametrize("command", ["grep round26 notes", "wc -c notes"])
+async def test_a_codex_search_of_a_hard_link_to_an_outside_file_is_asked(ws: Path, command: str) -> None:
+    """SUCCEEDED before: a read-only search or count of the hard link ran unasked."""
+    actions = [{"type": "search", "command": command, "query": "round26", "path": "notes"}]
+    answer, decision = await _codex_command(ws, command, ws, actions)
+    assert answer == "decline"
+    assert "hard links" in str(decision.reason)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "tar xf a.tar",
+        "tar -xf a.tar -C sub",
+        "bsdtar -xf a.tar",
+        "unzip a.zip",
+        "7z x a.7z",
+        "cpio -id < a.cpio",
+        "git apply x.patch",
+        "git apply --unsafe-paths x.patch",
+        "git am x.patch",
+        "patch -p1 < x.patch",
+        "patch -p1 -i x.patch",
+        "git checkout-index -a",
+    ],
+)
+def test_an_archive_or_patch_that_may_write_a_hook_is_a_protected_write(ws: Path, command: str) -> None:
+    """Held (pins): what an archive or a diff names is not known before it runs (`.git/hooks/pre-commit`,
+    `../.bashrc`): each extraction or application is asked as a protected write."""
+    assert "may write a protected path" in str(shell_protected(parse(command), ws, [ws]))
+
+
+@pytest.mark.parametrize(
+    ("command", "answer"),
+    [
+        pytest.param("grep -r round26 .", "accept", id="grep-r-follows-no-link"),
+        pytest.param("grep -R round26 .", "decline", id="grep-R-follows"),
+        pytest.param("rg -L round26", "decline", id="rg-follow"),
+        pytest.param("ls -la lnk/", "decline", id="list-link-out"),
+        pytest.param("cat lnk/../plain.md", "decline", id="dot-dot-after-link"),
+    ],
+)
+async def test_codex_searches_through_links(tmp_path: Path, command: str, answer: str) -> None:
+    """Held (pins): a search that follows links (`-R`, `-L`) or names one out is asked; `grep -r`, which follows
+    none below its operands, runs unasked in a workspace whose link leads out."""
+    ws, out = tmp_path / "ws", tmp_path / "outside"
+    ws.mkdir()
+    out.mkdir()
+    (out / "history").write_text(SECRET)
+    (ws / "lnk").symlink_to(out)
+    (ws / "plain.md").write_text("plain")
+    actions = [{"type": "search", "command": command, "query": "round26", "path": "."}]
+    given, _ = await _codex_command(ws, command, ws, actions)
+    assert given == answer, command
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        pytest.param("list_dir", {"dir_path": "lnk"}, id="list-link-out"),
+        pytest.param("write_file", {"file_path": "lnk/new", "content": "x"}, id="write-through-link"),
+        pytest.param("glob", {"pattern": "*/lnk/*"}, id="glob-wildcard-then-link"),
+        pytest.param("glob", {"pattern": "**/history"}, id="globstar"),
+        pytest.param("search", {"query": "round26", "path": "src"}, id="search-past-link"),
+    ],
+)
+async def test_unified_s_own_tools_do_not_reach_through_a_link_out(ws: Path, tool: str, args: dict[str, Any]) -> None:
+    """Held (pins): unified's own tools refuse or pass by a link out of the workspace, in yolo too."""
+    async with ToolRuntime(ws, approval_mode="yolo") as runtime:
+        [outcome] = await runtime.run_batch([ToolCall("c1", tool, args)])
+    assert SECRET not in str(outcome.response)
+    assert "lnk/history" not in str(outcome.response), outcome.response
+    assert not (ws.parent / "outside" / "new").exists()
+
+
+async def test_a_claude_code_grep_with_a_glob_naming_a_link_is_allowed(ws: Path) -> None:
+    """Held (pin): Grep's `glob` filters the files of its `path` (here the workspace), and the CLI's ripgrep follows
+    no link while it walks, so `lnk/*` as a filter reads nothing outside: allowed by the read-only rule."""
+    body, _ = await _claude_answer(ws, "Grep", {"pattern": "round26", "path": ".", "glob": "lnk/*"})
+    assert body == {"behavior": "allow"}
