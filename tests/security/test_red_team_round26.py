@@ -413,3 +413,29 @@ async def test_a_claude_code_grep_with_a_glob_naming_a_link_is_allowed(ws: Path)
     no link while it walks, so `lnk/*` as a filter reads nothing outside: allowed by the read-only rule."""
     body, _ = await _claude_answer(ws, "Grep", {"pattern": "round26", "path": ".", "glob": "lnk/*"})
     assert body == {"behavior": "allow"}
+
+
+# 7. the binaries' own session transcripts
+
+
+@pytest.mark.parametrize(
+    "which",
+    [
+        ".local/share/unified/claude-code/home/.claude/projects/-ws/0f3c.jsonl",
+        ".local/share/unified/codex-home/sessions/2026/12/05/rollout-2026-12-05T10-00-00-0f3c.jsonl",
+        ".gemini/tmp/0f3c/chats/session-2026-12-05T10-00-0f3c.json",
+    ],
+)
+async def test_a_read_of_a_binary_s_session_transcript_is_refused(store_ws: Path, which: str) -> None:
+    """SUCCEEDED before: in a home workspace, the CLI's Read of another run's transcript (Claude Code's, Codex's
+    rollout, the Gemini CLI's chat) ran unasked, and unified's read_file read it."""
+    transcript = store_ws / which
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text('{"text": "my password is hunter2"}\n')
+    body, decision = await _claude_answer(store_ws, "Read", {"file_path": which})
+    assert body["behavior"] == "deny", body
+    assert "credential file" in str(decision.reason)
+    async with ToolRuntime(store_ws) as runtime:
+        [outcome] = await runtime.run_batch([ToolCall("c1", "read_file", {"file_path": which})])
+    assert outcome.is_error
+    assert "hunter2" not in str(outcome.response)
