@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.security.test_red_team_round7 import _claude_answer, _codex_command
+from tests.security.test_red_team_round7 import _claude_answer, _codex_command, _codex_patch
 from unified._adapters.claude_code._key_file import key_file
 from unified._adapters.codex._launch import Launch
 from unified._adapters.codex._options import CodexOptions
@@ -439,3 +439,28 @@ async def test_a_read_of_a_binary_s_session_transcript_is_refused(store_ws: Path
         [outcome] = await runtime.run_batch([ToolCall("c1", "read_file", {"file_path": which})])
     assert outcome.is_error
     assert "hunter2" not in str(outcome.response)
+
+
+# 8. Codex's patches through links and into what runs later (pins)
+
+
+@pytest.mark.parametrize(
+    ("target", "kind"),
+    [
+        pytest.param("hk/pre-commit", "add", id="folder-link-to-hooks"),
+        pytest.param("dangling", "add", id="dangling-link-to-a-hook"),
+        pytest.param("notes", "update", id="hard-link-outside"),
+        pytest.param("node_modules/.bin/jest", "add", id="node-bin"),
+        pytest.param(".venv/bin/python3", "add", id="venv-bin"),
+    ],
+)
+async def test_a_codex_patch_through_a_link_or_into_what_runs_later_is_asked(ws: Path, target: str, kind: str) -> None:
+    """Held (pins): a patch's file through a link to `.git/hooks` (a folder, a dangling file link), in place into a
+    hard link, or into a folder of programs that run later, is asked in auto_edit."""
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / "hk").symlink_to(".git/hooks")
+    (ws / "dangling").symlink_to(".git/hooks/pre-push")
+    change = {"path": str(ws / target), "kind": {"type": kind}, "diff": "touch PWNED\n"}
+    answer, decision = await _codex_patch(ws, [change])
+    assert answer == "decline", target
+    assert decision.rule in ("protected-paths", "outside-workspace"), decision
