@@ -144,7 +144,7 @@ async def test_a_claude_code_glob_through_a_link_a_wildcard_matches_is_asked(
     assert "link out of the workspace" in str(decision.reason)
 
 
-@pytest.mark.parametrize("pattern", ["**/*.py", "src/*.py", "*.md", "s*/main.py", "a/*/x"])
+@pytest.mark.parametrize("pattern", ["**/*.py", "src/*.py", "*.md", "s*/main.py", "a/*/x", "**/b/*", "*/bin/*"])
 async def test_a_claude_code_glob_past_no_link_is_still_allowed(ws: Path, pattern: str, tmp_path: Path) -> None:
     """The pin beside it: a pattern whose wildcard folders match no link out runs unasked (`**` alone matches the
     last component's folder only here: `**/*.py` names no folder of its own)."""
@@ -152,6 +152,9 @@ async def test_a_claude_code_glob_past_no_link_is_still_allowed(ws: Path, patter
     (clean / "src").mkdir(parents=True)
     (clean / "a" / "b").mkdir(parents=True)
     (clean / "src" / "main.py").write_text("x")
+    (clean / ".venv" / "bin").mkdir(parents=True)
+    (clean / ".venv" / "bin" / "python3").symlink_to(tmp_path / "python3.11")  # a link to a file is no way through
+    (tmp_path / "python3.11").write_text("")
     body, decision = await _claude_answer(clean, "Glob", {"pattern": pattern})
     assert body == {"behavior": "allow"}, (pattern, decision.reason)
 

@@ -1732,16 +1732,14 @@ GLOB_MAGIC = re.compile(r"[*?\[\]{}]")
 """What makes a glob pattern's component a pattern rather than a name (a brace list too: ripgrep's globs take one)."""
 
 
-def glob_links_out(
-    place: Path, pattern: str, roots: Sequence[Path], limit: int = PROTECTED_LINK_SCAN_MAX_ENTRIES
-) -> str | None:
+def glob_links_out(place: Path, pattern: str, roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -> str | None:
     """Why a glob of `pattern` from the folder `place` may list a folder outside `roots` through a link that a wildcard
-    folder of the pattern matches (`*/lnk/x`, `**/lnk/*`, `a*/x` with `ab` a link out), or None. The pattern's literal
-    leading folders are judged as a path by the caller (round 25); this walks what its wildcard folders may match
-    (no link followed, at most `limit` entries: past them, what lies further cannot be vouched for) and judges each
-    link a folder of the pattern may name. `*` and `?` are read as the glob reads them, a component with a class or a
-    brace list as any one name, `**` as any run of names: wider than the glob itself, so a link is judged that the
-    glob would pass by, never one it passes through unjudged."""
+    folder of the pattern matches (`*/lnk/x`, `**/lnk/*`, `a*/x` with `ab` a link out to a folder), or None. The
+    pattern's literal leading folders are judged as a path by the caller (round 25); this walks what its wildcard
+    folders may match (no link followed, at most `limit` entries: past them, what lies further cannot be vouched for)
+    and judges each link a folder of the pattern may name. `*` and `?` are read as the glob reads them, a component
+    with a class or a brace list as any one name, `**` as any run of names: wider than the glob itself, so a link is
+    judged that the glob would pass by, never one it passes through unjudged."""
     parts = [part for part in pattern.split("/")[:-1] if part not in ("", ".")]
     literal = list(itertools.takewhile(lambda part: not GLOB_MAGIC.search(part), parts))
     rest = parts[len(literal) :]
@@ -1757,7 +1755,8 @@ def glob_links_out(
     if not any(start.is_relative_to(root) for root in roots):
         return None  # the literal folder is outside: the caller's judgement of it asks
     pieces = ["(?:[^/]+/)*" if part == "**" else _glob_component(part) + "/" for part in rest]
-    prefixes = [re.compile("".join(pieces[:end])) for end in range(1, len(pieces) + 1)]
+    folders = re.compile("|".join(f"(?:{''.join(pieces[:end])})" for end in range(1, len(pieces) + 1)))
+    cut = len(str(start).rstrip("/")) + 1
     deepest = None if "**" in rest else len(rest)
     left = limit
     pending = [(start, 0)]
@@ -1772,13 +1771,13 @@ def glob_links_out(
         if left < 0:
             return f"its folders match more than {limit:,} entries, where a link out of the workspace may lie"
         for entry in listed:
-            relative = Path(entry.path).relative_to(start).as_posix() + "/"
-            if not any(prefix.fullmatch(relative) for prefix in prefixes):
+            if folders.fullmatch(entry.path[cut:] + "/") is None:
                 continue
             with contextlib.suppress(OSError, ValueError):
                 if entry.is_symlink():
                     real = Path(os.path.realpath(entry.path))
-                    if not any(real.is_relative_to(root) for root in roots):
+                    # only a folder is passed through (a venv's `bin/python3 -> /usr/bin/python3.11` is not)
+                    if real.is_dir() and not any(real.is_relative_to(root) for root in roots):
                         shown = relative_to_roots(Path(entry.path), roots)
                         return (
                             f"{shown} is a link out of the workspace (to {real}) that a folder of the pattern matches"
