@@ -1997,7 +1997,7 @@ def hard_linked(path: Path) -> str | None:
         info = os.stat(path)
     except (OSError, ValueError):
         return None
-    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+    if other_names(info) is not None:
         return f"it has {info.st_nlink} names (hard links), and a write in place changes the file under each"
     return None
 
