@@ -142,7 +142,11 @@ class Workspace:
         _check_length(candidate, raw)
         if text.startswith("@") and not os.path.exists(candidate):  # never raises (Path.exists can)
             candidate = self.root / text[1:]
-        real = Path(os.path.realpath(candidate))
+        try:
+            real = Path(os.path.realpath(candidate))
+        except OSError as exc:  # a link it may not read (`/proc/1/fd/0`: EACCES), one swapped away meanwhile
+            shown = clip(raw, 200, more="…")
+            raise ToolError(f'Cannot resolve "{shown}": {exc.strerror}; name a path in the workspace.') from None
         _check_length(real, raw)
         return real
 

@@ -18,6 +18,7 @@ import dataclasses
 import fnmatch
 import functools
 import glob
+import itertools
 import os
 import posixpath
 import re
@@ -37,18 +38,22 @@ from unified.tools._shell_syntax import SimpleCommand
 
 __all__ = [
     "CREDENTIAL_CHECK_TTL_S",
+    "GLOB_MAGIC",
     "PROTECTED_LINK_SCAN_MAX_ENTRIES",
     "LinkSearch",
     "ProtectedPaths",
     "credential_aliases",
     "credential_files",
+    "credential_home",
     "credential_ids",
     "credential_reach",
     "credential_read",
     "credential_refusal",
     "deep_protected_targets",
+    "glob_links_out",
     "hard_linked",
     "linked_from_protected",
+    "other_names",
     "program_directory",
     "protected_links",
     "protected_path",
@@ -664,6 +669,9 @@ class _Scope:
     runs_found: bool = False
     """Whether a part is a program find runs on what it finds (`find docs -exec cat {} +`, `-ok`): it opens a
     symbolic link find only lists, so find's trees are searched following links (`_tree_read_reason`)."""
+    reads: bool = False
+    """Whether the command is judged as a read a backend runs unasked (`credential_read`): then a file with other
+    names it may read is a reason too (`other_names`); a protected write's judgement (`shell_protected`) reads none."""
 
 
 _CLUSTER_MAX = 64
@@ -898,7 +906,7 @@ def credential_read(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
     places = _places(parts, cwd)
     if isinstance(places, str):
         return places
-    scope = _Scope(places, roots, [], entries_left=TREE_CHECK_MAX_ENTRIES, runs_found=_runs_found(parts))
+    scope = _Scope(places, roots, [], entries_left=TREE_CHECK_MAX_ENTRIES, runs_found=_runs_found(parts), reads=True)
     scope.credentials = credential_ids()
     for part in parts:
         name = _program(part)
@@ -907,7 +915,7 @@ def credential_read(parts: Iterable[SimpleCommand], cwd: Path, roots: Sequence[P
         for word in part.words[1:]:
             for candidate in _path_candidates(word) if word is not None else ():
                 for place in places:
-                    hit = _credential_at(place / candidate, scope.credentials)
+                    hit = _read_reason(place / candidate, scope.credentials)
                     if hit is not None:
                         return f"{name} names {candidate}, {hit}"
         why = _unread_reason(part, name, scope) or _tree_read_reason(part, name, scope)
@@ -927,7 +935,7 @@ def credential_reach(path: Path, roots: Sequence[Path], *, tree: bool) -> str | 
     except (OSError, ValueError):
         return None
     if stat.S_ISREG(info.st_mode):
-        return _credential_at(path, credentials)
+        return _read_reason(path, credentials)
     if not tree:
         return None
     scope = _Scope([path], roots, [], entries_left=TREE_CHECK_MAX_ENTRIES, credentials=credentials)
@@ -973,7 +981,7 @@ def _unread_reason(part: SimpleCommand, name: str, scope: _Scope) -> str | None:
             for path in found:
                 # by device and inode (a link or a hard link to one): one `stat`, not the patterns' search (50
                 # files of `cat src/*.py` took 22 ms that way); reading a protected path is no protected write
-                hit = _credential_at(place / path, scope.credentials)
+                hit = (_read_reason if scope.reads else _credential_at)(place / path, scope.credentials)
                 if hit is None and reads_trees:
                     hit = _tree_credential(path, place, scope, follows=_follows(part))
                 if hit is not None:
@@ -998,6 +1006,29 @@ def _credential_at(path: Path, credentials: Mapping[tuple[int, int], Path]) -> s
         return None
     named = credentials.get((info.st_dev, info.st_ino)) if stat.S_ISREG(info.st_mode) else None
     return None if named is None else f"a credential file ({named})"
+
+
+def _read_reason(path: Path, credentials: Mapping[tuple[int, int], Path]) -> str | None:
+    """Why a read of the file at `path` (followed through links) may read what lies outside the workspace: it is a
+    credential file (`_credential_at`), or a file with other names (`other_names`), or None."""
+    found = _credential_at(path, credentials)
+    if found is not None:
+        return found
+    try:
+        return other_names(os.stat(path))
+    except (OSError, ValueError):
+        return None
+
+
+def other_names(info: os.stat_result) -> str | None:
+    """Why a read of the file `info` describes is not a read of the workspace alone, or None: a regular file with other
+    names (hard links) may be a file outside it, and which one cannot be told from here (a hard link has no target to
+    judge: `ln ~/.bash_history notes.txt` is `~/.bash_history`). A git checkout holds none; a package manager's
+    store (pnpm's `node_modules`) does, and those reads are asked too. The one rule for every backend's reads
+    (`credential_reach`, `credential_read`, `_safe_io.check_regular`); writes in place have theirs (`hard_linked`)."""
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        return f"a file with {info.st_nlink} names (hard links), one of which may be outside the workspace"
+    return None
 
 
 def _unread_pattern(text: str, home: str) -> tuple[str, str | None]:
@@ -1690,6 +1721,72 @@ PROTECTED_LINK_SCAN_MAX_ENTRIES = 20_000
 """The most entries `linked_from_protected` looks at for one written file; past it the write is asked."""
 
 
+def _glob_component(part: str) -> str:
+    """A regex of the names one glob component matches, or of more (`glob_links_out`)."""
+    if any(char in part for char in "[]{}"):
+        return "[^/]+"
+    return "".join("[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char) for char in part)
+
+
+GLOB_MAGIC = re.compile(r"[*?\[\]{}]")
+"""What makes a glob pattern's component a pattern rather than a name (a brace list too: ripgrep's globs take one)."""
+
+
+def glob_links_out(place: Path, pattern: str, roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -> str | None:
+    """Why a glob of `pattern` from the folder `place` may list a folder outside `roots` through a link that a wildcard
+    folder of the pattern matches (`*/lnk/x`, `**/lnk/*`, `a*/x` with `ab` a link out to a folder), or None. The
+    pattern's literal leading folders are judged as a path by the caller (round 25); this walks what its wildcard
+    folders may match (no link followed, at most `limit` entries: past them, what lies further cannot be vouched for)
+    and judges each link a folder of the pattern may name. `*` and `?` are read as the glob reads them, a component
+    with a class or a brace list as any one name, `**` as any run of names: wider than the glob itself, so a link is
+    judged that the glob would pass by, never one it passes through unjudged."""
+    parts = [part for part in pattern.split("/")[:-1] if part not in ("", ".")]
+    literal = list(itertools.takewhile(lambda part: not GLOB_MAGIC.search(part), parts))
+    rest = parts[len(literal) :]
+    if all(part == "**" for part in rest):
+        # none (the literal folder, judged by the caller), or `**` alone (`**/*.py`): a link is matched by no name of
+        # the pattern's, only by a walk into every folder, which ripgrep's does not follow (the CLI's Glob: `--files`
+        # without `--follow`); walking each such Glob's tree would cost every run's most common search
+        return None
+    try:
+        start = Path(os.path.realpath(place.joinpath(*literal)))
+    except (OSError, ValueError):
+        return None
+    if not any(start.is_relative_to(root) for root in roots):
+        return None  # the literal folder is outside: the caller's judgement of it asks
+    pieces = ["(?:[^/]+/)*" if part == "**" else _glob_component(part) + "/" for part in rest]
+    folders = re.compile("|".join(f"(?:{''.join(pieces[:end])})" for end in range(1, len(pieces) + 1)))
+    cut = len(str(start).rstrip("/")) + 1
+    deepest = None if "**" in rest else len(rest)
+    left = limit
+    pending = [(start, 0)]
+    while pending:
+        directory, depth = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+        except OSError:
+            continue
+        left -= len(listed)
+        if left < 0:
+            return f"its folders match more than {limit:,} entries, where a link out of the workspace may lie"
+        for entry in listed:
+            if folders.fullmatch(entry.path[cut:] + "/") is None:
+                continue
+            with contextlib.suppress(OSError, ValueError):
+                if entry.is_symlink():
+                    real = Path(os.path.realpath(entry.path))
+                    # only a folder is passed through (a venv's `bin/python3 -> /usr/bin/python3.11` is not)
+                    if real.is_dir() and not any(real.is_relative_to(root) for root in roots):
+                        shown = relative_to_roots(Path(entry.path), roots)
+                        return (
+                            f"{shown} is a link out of the workspace (to {real}) that a folder of the pattern matches"
+                        )
+                elif entry.is_dir(follow_symlinks=False) and (deepest is None or depth + 1 < deepest):
+                    pending.append((Path(entry.path), depth + 1))
+    return None
+
+
 def linked_from_protected(
     path: Path, roots: Sequence[Path], limit: int = PROTECTED_LINK_SCAN_MAX_ENTRIES
 ) -> str | None:
@@ -1900,7 +1997,7 @@ def hard_linked(path: Path) -> str | None:
         info = os.stat(path)
     except (OSError, ValueError):
         return None
-    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+    if other_names(info) is not None:
         return f"it has {info.st_nlink} names (hard links), and a write in place changes the file under each"
     return None
 
@@ -2235,12 +2332,29 @@ def credential_files(env: Mapping[str, str] | None = None) -> list[Path]:
             continue
         path = str(entry.get("path", ""))
         for base in entry.get("under", []):
-            directory = env.get(str(base))
-            if not directory:
-                continue
-            target = os.path.join(directory, path)
-            found.extend(Path(p) for p in (glob.glob(target) if "*" in path else [target]))
+            for directory in _homes.get(str(base), ()) if " " in str(base) else (env.get(str(base)),):
+                if not directory:
+                    continue
+                target = os.path.join(directory, path)
+                found.extend(Path(p) for p in (glob.glob(target) if "*" in path else [target]))
     return found
+
+
+_homes: dict[str, tuple[str, ...]] = {}
+"""The caller's homes for the binaries that runs of this process used (`credential_home`), by the name the data file's
+`under` gives them (`claude-code home`, `codex home`)."""
+
+
+def credential_home(name: str, home: Path) -> None:
+    """Records `home` as a home of the binary `name` (`claude-code`, `codex`), whose credential files (the data file's
+    entries `under` "<name> home") are then refused as the environment's are, for the rest of the process: a
+    caller's `home` or `codex_home` option outside unified's data folder is set for the child only, and a workspace
+    holding it (a run in the home folder) let the binaries' reads and unified's read its keys unasked."""
+    global _credential_cache
+    key, value = f"{name} home", os.path.abspath(home)
+    if value not in _homes.get(key, ()):
+        _homes[key] = (*_homes.get(key, ()), value)
+        _credential_cache = None
 
 
 CREDENTIAL_CHECK_TTL_S = 1.0

@@ -260,6 +260,12 @@ def check_regular(info: os.stat_result, shown: str, verb: str) -> None:
     credential = _protected.credential_refusal(info, shown)
     if credential is not None:
         raise ToolError(credential)
+    names = _protected.other_names(info) if verb != "write" else None  # a write replaces the name alone
+    if names is not None:
+        raise ToolError(
+            f"{shown} is {names}, so no tool reads it; if it should be read, ask the user to copy it "
+            "(`cp`, which makes a file of one name) into the workspace."
+        )
 
 
 def open_in(dir_fd: int, name: str, shown: str, verb: str) -> tuple[int, os.stat_result]:

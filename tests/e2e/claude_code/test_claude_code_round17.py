@@ -19,7 +19,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
 async def test_claude_codes_writes_through_a_hard_link_or_to_a_hook_links_target_are_asked(tmp_path: Path) -> None:
-    """SUCCEEDED before: both writes ran unasked in auto_edit, `.git/config` got the model's `core.fsmonitor`."""
+    """SUCCEEDED before: both writes ran unasked in auto_edit, `.git/config` got the model's `core.fsmonitor`. Since
+    round 26 the Read of the hard link is asked first."""
     ws = _linked_targets(tmp_path)
     (ws / ".git" / "config").write_text("[core]\n")
     os.link(ws / ".git" / "config", ws / "notes.txt")
@@ -34,7 +35,11 @@ async def test_claude_codes_writes_through_a_hard_link_or_to_a_hook_links_target
     async with FakeAnthropic(turns) as server:
         events = await run_claude(server, ws, approval_mode="auto_edit")
     decisions = {e.tool_use_id: e for e in events if isinstance(e, PermissionDecision)}
-    for call in ("toolu_hl", "toolu_hook"):
-        assert (decisions[call].decision, decisions[call].rule) == ("deny", "protected-paths"), decisions[call]
+    assert (decisions["toolu_hook"].decision, decisions["toolu_hook"].rule) == ("deny", "protected-paths")
+    # round 26: the Read of the hard link is asked (denied, nobody to ask), so the CLI refuses the Write of a file
+    # it has not read, itself; the Write is denied either way
+    assert decisions["toolu_read0"].decision == "deny", decisions["toolu_read0"]
+    assert "hard links" in str(decisions["toolu_read0"].reason)
+    assert decisions["toolu_hl"].decision == "deny", decisions["toolu_hl"]
     assert (ws / ".git" / "config").read_text() == "[core]\n"
     assert (ws / "scripts" / "hook.sh").read_text() == "#!/bin/sh\n"

@@ -35,17 +35,19 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+import anyio.to_thread
 
 from unified._adapters.claude_code._control import ClaudeConnection
 from unified._adapters.claude_code._launch import default_home
 from unified._adapters.claude_code._tools import QUESTION_TOOL, policy_call
 from unified._adapters.claude_code._translate import StreamTranslator, as_object
 from unified._binary.jsonrpc import as_list
+from unified._redaction import clip
 from unified._urls import local_target, resolves_locally
 from unified.backends import RunContext
 from unified.events import (
@@ -58,7 +60,7 @@ from unified.events import (
     WarningEvent,
     permission_request,
 )
-from unified.tools import Policy
+from unified.tools import Policy, _protected
 from unified.tools._paths import Workspace
 from unified.tools._policy import DEFAULT_TIER, Decision, Verdict, session_rule
 from unified.tools._runtime import (
@@ -137,16 +139,14 @@ def _read_paths(name: str, args: Mapping[str, Any]) -> list[str]:
     if name == "glob" and isinstance(pattern, str):
         if pattern.startswith(("/", "~")) or ".." in pattern:
             paths.append(pattern)
-        literal = list(itertools.takewhile(lambda part: not _GLOB_MAGIC.search(part), pattern.split("/")[:-1]))
+        literal = list(
+            itertools.takewhile(lambda part: not _protected.GLOB_MAGIC.search(part), pattern.split("/")[:-1])
+        )
         if any(literal):
             base = args.get("path")
             folder = "/".join(literal)
             paths.append(f"{base.rstrip('/')}/{folder}" if isinstance(base, str) and base else folder)
     return paths
-
-
-_GLOB_MAGIC = re.compile(r"[*?\[\]{}]")
-"""What makes a Glob pattern's component a pattern rather than a folder's name."""
 
 
 class PermissionBridge:
@@ -169,6 +169,9 @@ class PermissionBridge:
         """Where the CLI's tools work (its cwd, `--add-dir`): what a write is judged against."""
         self.home = home if home is not None else default_home()
         """The CLI's HOME (`_launch.claude_env`: unified's, not the user's), as which it reads a path's `~`."""
+        _protected.credential_home(
+            "claude-code", self.home
+        )  # a caller's `home` option: its keys are credential files too
 
     async def answer(self, request_id: str, request: Mapping[str, Any], emit: Emit) -> Answer | None:
         """Decide one request, emit what the stream shows of it, send the answer. None: the CLI
@@ -258,6 +261,8 @@ class PermissionBridge:
                 outside := await read_outside(self.workspace, _read_paths(name, paths), trees=name == "search")
             ) is not None:
                 verdict = Verdict(Decision.ASK_USER, OUTSIDE_RULE, outside)
+            elif name == "glob" and (through := await self._glob_through_link(paths)) is not None:
+                verdict = Verdict(Decision.ASK_USER, OUTSIDE_RULE, through)
             elif name == "web_fetch" and (
                 (local := local_target(url := str(args.get("url", ""))) or await resolves_locally(url)) is not None
             ):
@@ -338,6 +343,17 @@ class PermissionBridge:
                 return Answer(decision, {"behavior": "allow", "updatedInput": dict(changed)})
             return Answer(decided("allow", "the user allowed it once", decided_by="user"), {"behavior": "allow"})
         return denied(decided("deny", "the user denied it", decided_by="user", message=reply.message))
+
+    async def _glob_through_link(self, args: Mapping[str, Any]) -> str | None:
+        """Why a Glob whose pattern has wildcard folders (`*/lnk/x`, `**/lnk/*`) may list a folder outside the
+        workspace through a link one of them matches (`_protected.glob_links_out`), or None. The CLI's ripgrep follows
+        no link in its walk today; a link reached by a wildcard is asked all the same, as one named literally is."""
+        pattern, base = args.get("pattern"), args.get("path")
+        if not isinstance(pattern, str) or pattern.startswith("/"):
+            return None  # an absolute pattern is judged whole as a read path (`_read_paths`)
+        place = self.workspace.root / base if isinstance(base, str) and base else self.workspace.root
+        found = await anyio.to_thread.run_sync(_protected.glob_links_out, place, pattern, self.workspace.roots)
+        return None if found is None else f"the pattern {clip(pattern, 200, more='…')} may list outside: {found}"
 
     # --- AskUserQuestion -----------------------------------------------------------------------------
 

@@ -47,6 +47,7 @@ from unified._binary.process import AgentSubprocess
 from unified._files import FileTooLarge, open_regular, read_regular, read_regular_text, write_atomically
 from unified._urls import base_url_refusal
 from unified.errors import BackendUnavailable, ConfigurationError
+from unified.tools._protected import credential_home
 from unified.types import ExecuteParams, HttpMcpServer, SseMcpServer, StdioMcpServer
 
 __all__ = [
@@ -436,6 +437,7 @@ class Launch:
     def of(cls, params: ExecuteParams, options: CodexOptions, parent: Mapping[str, str] | None = None) -> Launch:
         source: Mapping[str, str] = os.environ if parent is None else parent  # read, never copied
         home = codex_home(options, source)
+        credential_home("codex", home)  # a caller's `codex_home` option: its auth.json is a credential file too
         user_home = user_codex_home(source).expanduser()
         with contextlib.suppress(OSError):
             if _may_be(home, user_home) and home == user_home.resolve():
