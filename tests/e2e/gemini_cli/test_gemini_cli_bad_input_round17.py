@@ -1,0 +1,62 @@
+"""Bad input round 17, the real gemini CLI behind FakeGemini, over the stream-json transport. An answer over the line
+cap (limits.MAX_EVENT_BYTES), its `message` line dropped unread: the run ended `success` with an empty final text;
+now `backend_error` saying the answer was larger than unified reads, as over ACP, on claude-code and codex
+(tests/e2e/gemini_cli/test_gemini_cli_bad_input_round16.py), and the session resumes. The cap is lowered to 32 KiB
+here, not 1 MiB as there: `gemini -p` (0.61) exits before a pipe has taken what it wrote past 64 KiB, so a longer
+line never comes whole. That is the second case: an answer of 200 kB in one chunk, cut at 64 KiB by the CLI's exit
+(exit 0, no `result`), said only "ended without a result: exit code 0: unexpected exit"; now it says the answer was
+cut off and to use the ACP transport."""
+
+from __future__ import annotations
+
+import random
+import string
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.bad_binaries import the_error
+from tests.e2e.gemini_cli.test_gemini_cli_bad_input import run
+from unified._binary import framing
+from unified.events import Result, SessionStarted
+from unified.testing import FakeGemini, ModelTurn
+
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
+
+
+def _long_answer(cap: int) -> str:
+    """Words (not one letter repeated, which the CLI stops itself) filling one and a half times `cap` bytes."""
+    words = random.Random(17)
+    vocabulary = ["".join(words.choices(string.ascii_lowercase, k=words.randint(2, 9))) for _ in range(5000)]
+    return " ".join(words.choice(vocabulary) for _ in range(cap * 3 // 2 // 6))
+
+
+async def test_a_stream_json_answer_over_the_line_cap_is_an_error_and_the_session_resumes(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(framing, "MAX_LINE_BYTES", 32 * 1024)
+    text = _long_answer(32 * 1024)
+    async with FakeGemini([ModelTurn(text=text), ModelTurn(text="Shorter.")]) as server:
+        events = await run(server, workspace, transport="stream-json")
+        error = the_error(events)
+        session = next(e for e in events if isinstance(e, SessionStarted))
+        again = await run(server, workspace, "Shorter, please.", resume=session.short_id, transport="stream-json")
+    assert error.code == "backend_error", error.message
+    assert "larger than unified reads" in error.message
+    assert "limits.MAX_EVENT_BYTES" in error.message
+    resumed = next(e for e in again if isinstance(e, SessionStarted))
+    assert (resumed.resumed, resumed.session_id) == (True, session.session_id)
+    assert isinstance(again[-1], Result)
+
+
+async def test_a_stream_json_answer_cut_off_by_the_cli_s_exit_says_so_and_the_session_resumes(workspace: Path) -> None:
+    async with FakeGemini([ModelTurn(text=_long_answer(200_000)), ModelTurn(text="Shorter.")]) as server:
+        events = await run(server, workspace, transport="stream-json")
+        error = the_error(events)
+        session = next(e for e in events if isinstance(e, SessionStarted))
+        again = await run(server, workspace, "Shorter, please.", resume=session.short_id, transport="stream-json")
+    assert error.code == "backend_error", error.message
+    assert "ended (exit code 0) in the middle of its answer" in error.message
+    assert "use the acp transport" in error.message
+    resumed = next(e for e in again if isinstance(e, SessionStarted))
+    assert (resumed.resumed, resumed.session_id) == (True, session.session_id)
