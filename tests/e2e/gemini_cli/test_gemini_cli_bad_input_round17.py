@@ -5,7 +5,11 @@ now `backend_error` saying the answer was larger than unified reads, as over ACP
 here, not 1 MiB as there: `gemini -p` (0.61) exits before a pipe has taken what it wrote past 64 KiB, so a longer
 line never comes whole. That is the second case: an answer of 200 kB in one chunk, cut at 64 KiB by the CLI's exit
 (exit 0, no `result`), said only "ended without a result: exit code 0: unexpected exit"; now it says the answer was
-cut off and to use the ACP transport."""
+cut off and to use the ACP transport.
+
+And a write the CLI refuses before running it or asking anyone (a path outside the workspace): said `allow`, by
+unified's rule auto-edit or yolo over ACP, by the CLI itself headless, though nothing was written; now `deny` by the
+backend with the CLI's reason (unit cases: tests/adapters/gemini_cli/test_gemini_cli_bad_input_round17.py)."""
 
 from __future__ import annotations
 
@@ -13,13 +17,16 @@ import random
 import string
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.e2e.bad_binaries import the_error
-from tests.e2e.gemini_cli.test_gemini_cli_bad_input import run
+from tests.e2e.gemini_cli.test_gemini_cli_bad_input import params, run
+from tests.hang_guard import HANG_GUARD_S
+from unified import execute
 from unified._binary import framing
-from unified.events import Result, SessionStarted
-from unified.testing import FakeGemini, ModelTurn
+from unified.events import PermissionDecision, Result, SessionStarted, ToolResult
+from unified.testing import FakeGemini, FunctionCall, ModelTurn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
@@ -60,3 +67,27 @@ async def test_a_stream_json_answer_cut_off_by_the_cli_s_exit_says_so_and_the_se
     assert "use the acp transport" in error.message
     resumed = next(e for e in again if isinstance(e, SessionStarted))
     assert (resumed.resumed, resumed.session_id) == (True, session.session_id)
+
+
+@pytest.mark.parametrize(
+    ("transport", "mode"), [("acp", "auto_edit"), ("acp", "yolo"), ("acp", "default"), ("stream-json", "yolo")]
+)
+async def test_a_write_the_cli_refuses_before_running_it_is_denied_not_allowed(
+    workspace: Path, tmp_path: Path, transport: str, mode: str
+) -> None:
+    outside = tmp_path / "outside.txt"
+    write = FunctionCall(name="write_file", args={"file_path": str(outside), "content": "written"})
+    async with FakeGemini([ModelTurn(function_calls=[write]), ModelTurn(text="Done.")]) as server:
+        asked = params(server, workspace, transport=transport).model_copy(update={"approval_mode": mode})
+        with anyio.fail_after(HANG_GUARD_S):
+            async with execute(asked) as stream:
+                events = [event async for event in stream]
+    [decision] = [e for e in events if isinstance(e, PermissionDecision)]
+    [result] = [e for e in events if isinstance(e, ToolResult)]
+    assert (decision.decision, decision.decided_by, decision.rule) == ("deny", "backend", None), decision
+    assert (decision.reason or "").startswith("the Gemini CLI refused it before running it: Path not in workspace")
+    assert result.is_error
+    assert not outside.exists()
+    last = events[-1]
+    assert isinstance(last, Result)
+    assert last.status == "success", last.error

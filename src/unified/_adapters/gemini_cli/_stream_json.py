@@ -41,7 +41,7 @@ from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_e
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
 from unified._adapters.gemini_cli._replays import Folding, MessageEnd, Shown
 from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWatch, debug_log_env, sweep_debug_logs
-from unified._adapters.gemini_cli._translate import BACKEND_ALLOWED, Item, TurnBoundary
+from unified._adapters.gemini_cli._translate import BACKEND_ALLOWED, Item, TurnBoundary, refused_unrun
 from unified._binary.framing import CUT_OFF, answer_over_cap, parse_object
 from unified._binary.jsonrpc import as_dict
 from unified._binary.loops import every
@@ -264,16 +264,21 @@ class StreamJsonTranslator:
     def _decision(self, call_id: str, error: Mapping[str, Any] | None) -> PermissionDecision:
         """The one `permission_decision` of a call (docs/protocol.md), told by its result: headless, the CLI's
         approval mode and policy decide alone and say nothing until the call's end. A call it refused (a tool it
-        did not register, a policy rule) was denied; any other ended, however it went, was allowed."""
+        did not register, a policy rule, arguments that do not validate) was denied; any other ended, however it
+        went, was allowed."""
         kind = str((error or {}).get("type") or "")
-        refused = REFUSALS.get(kind)
         name = self._tools[call_id]
+        if kind == INVALID_PARAMS:
+            reason: str | None = refused_unrun(str((error or {}).get("message") or "its arguments were refused"))
+        else:
+            refused = REFUSALS.get(kind)
+            reason = None if refused is None else refused.format(name=name)
         return PermissionDecision(
             tool_use_id=call_id,
             tool_name=name,
-            decision="allow" if refused is None else "deny",
+            decision="allow" if reason is None else "deny",
             decided_by="backend",
-            reason=BACKEND_ALLOWED if refused is None else refused.format(name=name),
+            reason=BACKEND_ALLOWED if reason is None else reason,
             session_id=self.session_id,
         )
 
@@ -284,6 +289,9 @@ REFUSALS: Mapping[str, str] = {
     "policy_violation": "the Gemini CLI's policy denied it (its approval mode or a rule of unified's policy file)",
 }
 """The CLI's error types (its `ToolErrorType`) of a call it never ran: denied, not failed."""
+INVALID_PARAMS = "invalid_tool_params"
+"""The CLI's error type of a call whose arguments it refused before running it (a path outside the workspace, a
+required one missing): denied too, its error the reason (`refused_unrun`); it was said allowed, though nothing ran."""
 
 
 async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutcome:
