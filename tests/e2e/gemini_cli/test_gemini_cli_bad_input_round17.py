@@ -13,19 +13,22 @@ backend with the CLI's reason (unit cases: tests/adapters/gemini_cli/test_gemini
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+import signal
 import string
 from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.e2e.bad_binaries import the_error
-from tests.e2e.gemini_cli.test_gemini_cli_bad_input import params, run
+from tests.e2e.bad_binaries import SLOW, the_error
+from tests.e2e.gemini_cli.test_gemini_cli_bad_input import gemini_started, params, run
 from tests.hang_guard import HANG_GUARD_S
 from unified import execute
 from unified._binary import framing
-from unified.events import PermissionDecision, Result, SessionStarted, ToolResult
+from unified.events import PermissionDecision, Result, SessionStarted, TextDelta, ToolResult
 from unified.testing import FakeGemini, FunctionCall, ModelTurn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
@@ -91,3 +94,37 @@ async def test_a_write_the_cli_refuses_before_running_it_is_denied_not_allowed(
     last = events[-1]
     assert isinstance(last, Result)
     assert last.status == "success", last.error
+
+
+def _in(workspace: Path) -> set[int]:
+    """The live processes working in `workspace` (the CLI and what it started there): a /proc scan."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and Path(os.readlink(entry / "cwd")) == workspace.resolve():
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                found |= set() if state == "Z" else {int(entry.name)}
+    return found
+
+
+@pytest.mark.parametrize("transport", ["acp", "stream-json"])
+async def test_leaving_a_run_whose_cli_was_stopped_leaves_no_process(workspace: Path, transport: str) -> None:
+    """A CLI stopped (SIGSTOP, as a debugger or a `kill -STOP` leaves it) mid-answer takes no SIGTERM until it goes
+    on: leaving the run must still end it, and soon (the hang guard bounds the wait). The ACP agent is found by
+    `start_process` (it works in a folder of its own), `gemini -p` by its working directory."""
+    started = gemini_started()
+    stopped: set[int] = set()
+    async with FakeGemini([SLOW]) as server:
+        options = {"start_process": started} if transport == "acp" else {}
+        asked = params(server, workspace, transport=transport, **options)
+        with anyio.fail_after(HANG_GUARD_S):
+            async with execute(asked) as stream:
+                async for event in stream:
+                    if isinstance(event, TextDelta):
+                        stopped = {pid for pid, _ in started.processes} | _in(workspace)
+                        for pid in stopped:
+                            os.kill(pid, signal.SIGSTOP)
+                        break
+    assert stopped
+    assert not started.still_running()
+    assert not _in(workspace) & stopped
