@@ -56,7 +56,7 @@ import platformdirs
 from unified import _limits as limits
 from unified._environ import PerEnvironment
 from unified._exports import publish
-from unified._files import NotRegularFile, file_in_the_way, make_way, open_regular, write_atomically
+from unified._files import FSIZE_FIX, NotRegularFile, file_in_the_way, make_way, open_regular, write_atomically
 from unified._redaction import clip, redact
 from unified._sessions import spares
 from unified._sessions.records import (
@@ -480,6 +480,8 @@ def _unavailable(root: str | Path, what: str, exc: OSError) -> SessionStoreUnava
         )
     if exc.errno == errno.ENOENT:  # a folder that cannot be made where the store is (under /proc)
         fix = "point UNIFIED_DATA_DIR (or UNIFIED_SESSION_STORE_URL) at a folder that exists or can be made"
+    elif exc.errno == errno.EFBIG:  # RLIMIT_FSIZE: it said to make the directory writable
+        fix = f"{FSIZE_FIX}, or {other}"
     elif exc.errno == errno.EROFS:
         fix = f"{other} on a writable file system"
     elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
