@@ -7,12 +7,13 @@ already; only this one was not."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from google.genai import errors
 
 from unified._adapters.generate_content._failures import failure_from_exception
+from unified._internal.api_errors import error_from_status
 
 
 @pytest.mark.parametrize(
@@ -32,3 +33,11 @@ def test_an_error_body_whose_message_or_status_is_no_string_is_the_status_s_type
     assert failure is not None
     assert failure.error.code == kind, failure.error.message
     assert said in failure.error.message
+
+
+@pytest.mark.parametrize("status", [[], {"code": 1}, 404, True], ids=["list", "object", "number", "bool"])
+def test_a_status_that_is_no_string_is_left_out_of_the_error_s_words(status: object) -> None:
+    error = error_from_status(404, cast(Any, status), "models/x is not found", body=None, model="gemini-x")
+    assert error.code == "model_not_found"
+    assert "(404): models/x is not found" in error.message
+    assert error.details["status"] is None
