@@ -19,6 +19,7 @@ import random
 import signal
 import string
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -115,7 +116,7 @@ async def test_leaving_a_run_whose_cli_was_stopped_leaves_no_process(workspace: 
     started = gemini_started()
     stopped: set[int] = set()
     async with FakeGemini([SLOW]) as server:
-        options = {"start_process": started} if transport == "acp" else {}
+        options: dict[str, Any] = {"start_process": started} if transport == "acp" else {}
         asked = params(server, workspace, transport=transport, **options)
         with anyio.fail_after(HANG_GUARD_S):
             async with execute(asked) as stream:
