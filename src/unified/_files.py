@@ -31,6 +31,7 @@ from unified.errors import BackendUnavailable, SessionError
 
 __all__ = [
     "BOM_HINT",
+    "FSIZE_FIX",
     "FileTooLarge",
     "NotRegularFile",
     "append_line",
@@ -52,6 +53,10 @@ __all__ = [
 UNWRITABLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM})
 """What a write refused by the machine, not by unified's code, fails with: a full disk or quota, a file size
 limit (RLIMIT_FSIZE), a read-only file system, a folder the user may not write."""
+
+
+FSIZE_FIX = "raise the file size limit this process runs under (`ulimit -f`), or free what made the file so large"
+"""What to do about a write refused with EFBIG: the file size limit (RLIMIT_FSIZE) of the process, not its folder."""
 
 
 def unwritable(exc: BaseException, backend: str) -> BackendUnavailable | None:
@@ -99,7 +104,7 @@ def _unwritable_fix(exc: OSError) -> str:
     if exc.errno == errno.EDQUOT:
         return f"free space under your quota on the file system{on}, or ask for a larger quota"
     if exc.errno == errno.EFBIG:
-        return "raise the file size limit this process runs under (`ulimit -f`), or free what made the file so large"
+        return FSIZE_FIX
     if exc.errno == errno.EROFS:
         return f"the file system{on} is read-only: point the backend's home at a writable one"
     return f"make that folder{' ' + folder if folder else ''} writable by this user"

@@ -19,7 +19,7 @@ from unified._text import escapes_surrogates, well_formed_json
 from unified.backends import MalformedLine
 from unified.errors import BackendError
 
-__all__ = ["MAX_LINE_BYTES", "LineFramer", "answer_over_cap", "json_line", "parse_object"]
+__all__ = ["CUT_OFF", "MAX_LINE_BYTES", "LineFramer", "answer_over_cap", "json_line", "parse_object"]
 
 MAX_LINE_BYTES = limits.MAX_EVENT_BYTES
 """The longest line read (a tool output can be large); a longer one is dropped with a `MalformedLine`."""
@@ -31,7 +31,7 @@ QUOTE_CHARS = 200
 
 class LineFramer:
     """Splits a byte stream into text lines; blank lines are skipped, an unfinished last line is kept
-    for the next `feed` (and dropped at the end of the stream: a process that dies mid-line)."""
+    for the next `feed` (and at the end of the stream, a process that ended mid-line, told by `end`)."""
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = MAX_LINE_BYTES if limit is None else limit
@@ -72,6 +72,23 @@ class LineFramer:
                 except UnicodeDecodeError as exc:
                     yield MalformedLine(f"not UTF-8 ({exc.reason} at byte {exc.start})", len(self._buffer))
             self._buffer.clear()
+
+    def end(self) -> MalformedLine | None:
+        """The line the stream ended in the middle of, dropped (None: it ended after a line). The gemini CLI's
+        `-p` exits before a pipe has taken all it wrote (0.61: what is past 64 KiB is lost), and the line it was
+        writing, its answer, was dropped without a word: the run said only "ended without a result"."""
+        size = self._skipping or len(self._buffer)
+        head = self._head if self._skipping else bytes(self._buffer[:HEAD_CHARS])
+        self._skipping = 0
+        self._head = b""
+        self._buffer.clear()
+        if not head.strip():
+            return None
+        return MalformedLine(CUT_OFF, size, head.decode("utf-8", "replace"))
+
+
+CUT_OFF = "cut off: the stream ended before its newline"
+"""The reason of the `MalformedLine` of a line the stream ended in (`LineFramer.end`)."""
 
 
 def answer_over_cap(binary: str) -> BackendError:

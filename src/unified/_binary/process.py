@@ -348,6 +348,9 @@ class AgentSubprocess(AgentProcess):
                 self._lines.extend(self._framer.feed(chunk))
             else:
                 self._eof = True
+                cut = self._framer.end()  # a line the process ended in the middle of: a warning, not silence
+                if cut is not None:
+                    raise cut
 
     def stderr_tail(self) -> str:
         """The child's stderr (redacted), then what its proxy forwarder met (an upstream unreachable or refusing the

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -108,7 +109,13 @@ def _page_said(message: str) -> str:
 
 
 def error_from_status(code: int, status: str | None, message: str, *, body: Any, model: str | None) -> UnifiedError:
-    """The typed error for one HTTP error answer; `retryable` says whether asking again may help."""
+    """The typed error for one HTTP error answer; `retryable` says whether asking again may help. A body whose
+    `message` or `status` is no string (`{"message": 5, "status": []}`: a server's or proxy's slip, which the SDK
+    hands on as it is) is quoted as its JSON: it was `internal_error`, a TypeError in the regex."""
+    if not isinstance(message, str):
+        message = json.dumps(message, default=str)
+    if not isinstance(status, str):
+        status = None
     message = _page_said(message)
     details: dict[str, Any] = {"http_status": code, "status": status, "message": message}
     what = f"({code} {status or ''})".replace(" )", ")")

@@ -56,7 +56,7 @@ import platformdirs
 from unified import _limits as limits
 from unified._environ import PerEnvironment
 from unified._exports import publish
-from unified._files import NotRegularFile, file_in_the_way, make_way, open_regular, write_atomically
+from unified._files import FSIZE_FIX, NotRegularFile, file_in_the_way, make_way, open_regular, write_atomically
 from unified._redaction import clip, redact
 from unified._sessions import spares
 from unified._sessions.records import (
@@ -478,7 +478,11 @@ def _unavailable(root: str | Path, what: str, exc: OSError) -> SessionStoreUnava
             hint=f"{make_way(blocker)} (or {other}); {keep}",
             details=details,
         )
-    if exc.errno == errno.EROFS:
+    if exc.errno == errno.ENOENT:  # a folder that cannot be made where the store is (under /proc)
+        fix = "point UNIFIED_DATA_DIR (or UNIFIED_SESSION_STORE_URL) at a folder that exists or can be made"
+    elif exc.errno == errno.EFBIG:  # RLIMIT_FSIZE: it said to make the directory writable
+        fix = f"{FSIZE_FIX}, or {other}"
+    elif exc.errno == errno.EROFS:
         fix = f"{other} on a writable file system"
     elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
         fix = f"free disk space (or raise the quota), or {other}"
@@ -1064,7 +1068,9 @@ class FileSessionStore(BlockingSessionStore):
         Every run of this one takes the shard's lock first, so two of them exclude each other by it
         alone, whatever a move between the layouts does meanwhile.
         """
-        with self._failing("be written"):
+        # `missing`: a lock is made, never looked up, so a FileNotFoundError is a folder that cannot be made (a data
+        # directory under /proc, a parent removed meanwhile); it was untyped, a run's `internal_error`.
+        with self._failing("be written", missing=True):
             record = _checked_shard(self.path_of(backend, session_id))
             lock = record.with_suffix(".lock")
             held = [(lock, _take_lock(lock, session_id))]
@@ -1072,7 +1078,7 @@ class FileSessionStore(BlockingSessionStore):
         try:
             if os.path.lexists(flat):
                 legacy_lock = flat.with_suffix(".lock")
-                with self._failing("be written"):
+                with self._failing("be written", missing=True):
                     held.append((legacy_lock, _take_lock(legacy_lock, session_id)))
             self._written[record] = None
             self._leased[(backend, session_id)] = record

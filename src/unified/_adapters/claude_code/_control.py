@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from unified._adapters.claude_code._key_file import KeyLease
-from unified._binary.framing import json_line, parse_object
+from unified._binary.framing import CUT_OFF, json_line, parse_object
 from unified._binary.jsonrpc import LineProblem
 from unified._files import read_regular
 from unified._internal.json_head import leading_fields
@@ -172,7 +172,8 @@ class ClaudeConnection:
         except MalformedLine as exc:
             problem = f"the claude CLI wrote an unreadable line: {exc}"
             head, _ = leading_fields(exc.head, _HEAD_FIELDS)
-            if head.get("type") == "result" or ("duration_api_ms" in head and "session_id" in head):
+            whole = exc.reason != CUT_OFF  # not a line the CLI died writing: its end is the process's
+            if whole and (head.get("type") == "result" or ("duration_api_ms" in head and "session_id" in head)):
                 # The turn's end (2.1.332 writes its `type` late, after `permission_denials`, which repeat the
                 # input of every call it denied: a denied 9 MB Write), read from its first fields, so the run ends
                 # instead of waiting for it until its idle timeout. Its usage is not among them: estimated.

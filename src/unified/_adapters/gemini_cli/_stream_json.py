@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,15 +41,15 @@ from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_e
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
 from unified._adapters.gemini_cli._replays import Folding, MessageEnd, Shown
 from unified._adapters.gemini_cli._retry_watch import WATCH_INTERVAL_S, RetryWatch, debug_log_env, sweep_debug_logs
-from unified._adapters.gemini_cli._translate import BACKEND_ALLOWED, Item, TurnBoundary
-from unified._binary.framing import parse_object
+from unified._adapters.gemini_cli._translate import BACKEND_ALLOWED, Item, TurnBoundary, refused_unrun
+from unified._binary.framing import CUT_OFF, answer_over_cap, parse_object
 from unified._binary.jsonrpc import as_dict
 from unified._binary.loops import every
 from unified._binary.process import AgentSubprocess
 from unified._internal.counts import positive_int
 from unified.backends import MalformedLine, RunContext, RunOutcome
 from unified.capabilities import snapshot
-from unified.errors import UnifiedError
+from unified.errors import BackendError, UnifiedError
 from unified.events import (
     ErrorEvent,
     PermissionDecision,
@@ -81,6 +82,13 @@ RECORD_FIRST_POLL_S = 0.002
 RECORD_POLL_S = 0.05
 """The chat file is looked at again after 2 ms, then twice as long each time up to 50 ms: the record comes
 1-3 ms after the result line (0.61), which a 50 ms look would have held back each call's result for."""
+
+_ANSWER_LINE = re.compile(
+    r'\{"type"\s*:\s*"message"\s*,\s*(?:"timestamp"\s*:\s*"[^"]*"\s*,\s*)?"role"\s*:\s*"assistant"'
+)
+"""The start of a line of the model's answer text (0.61 writes `type`, `timestamp`, `role`, `content`). Over the
+framing's cap, or cut off by the CLI's exit, it is dropped and the answer is lost: not a `success` (it was one, with an
+empty final text, past the cap), and a cut one is told as such (it was "ended without a result")."""
 
 STREAM_JSON_COLUMN = "gemini-cli/stream-json"
 """The capability matrix's column for this transport: what it loses is declared there."""
@@ -256,16 +264,21 @@ class StreamJsonTranslator:
     def _decision(self, call_id: str, error: Mapping[str, Any] | None) -> PermissionDecision:
         """The one `permission_decision` of a call (docs/protocol.md), told by its result: headless, the CLI's
         approval mode and policy decide alone and say nothing until the call's end. A call it refused (a tool it
-        did not register, a policy rule) was denied; any other ended, however it went, was allowed."""
+        did not register, a policy rule, arguments that do not validate) was denied; any other ended, however it
+        went, was allowed."""
         kind = str((error or {}).get("type") or "")
-        refused = REFUSALS.get(kind)
         name = self._tools[call_id]
+        if kind == INVALID_PARAMS:
+            reason: str | None = refused_unrun(str((error or {}).get("message") or "its arguments were refused"))
+        else:
+            refused = REFUSALS.get(kind)
+            reason = None if refused is None else refused.format(name=name)
         return PermissionDecision(
             tool_use_id=call_id,
             tool_name=name,
-            decision="allow" if refused is None else "deny",
+            decision="allow" if reason is None else "deny",
             decided_by="backend",
-            reason=BACKEND_ALLOWED if refused is None else refused.format(name=name),
+            reason=BACKEND_ALLOWED if reason is None else reason,
             session_id=self.session_id,
         )
 
@@ -276,6 +289,9 @@ REFUSALS: Mapping[str, str] = {
     "policy_violation": "the Gemini CLI's policy denied it (its approval mode or a rule of unified's policy file)",
 }
 """The CLI's error types (its `ToolErrorType`) of a call it never ran: denied, not failed."""
+INVALID_PARAMS = "invalid_tool_params"
+"""The CLI's error type of a call whose arguments it refused before running it (a path outside the workspace, a
+required one missing): denied too, its error the reason (`refused_unrun`); it was said allowed, though nothing ran."""
 
 
 async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutcome:
@@ -336,6 +352,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
     # A new session's lease, once its id comes (`_relocate.session_lease`; a resume's is the backend's).
     leases = contextlib.AsyncExitStack()
     stopped = False
+    lost: MalformedLine | None = None  # the model's answer, on a line dropped unread
     try:
         sweep_debug_logs(keep=log.path.name)
         home = gemini_home(launch.env)
@@ -353,6 +370,8 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
                             try:
                                 line = await child.receive()
                             except MalformedLine as bad:
+                                if _ANSWER_LINE.match(bad.head):
+                                    lost = bad
                                 message = f"dropped a {bad.size}-byte line: {bad.reason}"
                                 await ctx.emit(WarningEvent(code="malformed_line", message=message))
                                 continue
@@ -413,6 +432,16 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
         return RunOutcome(status="max_turns", short_id=short, error=said)
     if final is not None and final.get("status") == "error":
         raise error_from_result(as_dict(final.get("error")), code)
+    if lost is not None and ended_well:
+        raise answer_over_cap("the gemini CLI")
+    if lost is not None and lost.reason == CUT_OFF and final is None and code == 0:
+        raise BackendError(
+            f"gemini -p ended (exit code 0) in the middle of its answer: {lost.size:,} bytes of the line read, the "
+            "rest lost with the run's result (the CLI exits before a pipe has taken all it wrote: measured on 0.61, "
+            "past 64 KiB at once)",
+            hint="use the acp transport (the default), or resume the session and ask for a shorter answer",
+            details={"exit_code": code},
+        )
     if final is None or code not in (0, None):
         raise error_from_exit(code, child.stderr_tail(), "gemini -p ended without a result")
     return RunOutcome(status="success", short_id=short, final_text="" if kept_nothing else None)

@@ -16,7 +16,8 @@ What the 0.61 binary sends (see docs/backends/gemini-cli.md for the whole table)
 - a completed read or listing carries no output: the result's output here is ACP's (often null) and
   the adapter replaces it with the chat file's record (`_chat_records.py`) when it has one;
 - a call that needs approval is first seen in `session/request_permission`, and a call denied by
-  policy is first seen as a failed `tool_call_update`: both synthesize the `tool_use`;
+  policy or refused as invalid (a path outside the workspace) is first seen as a failed `tool_call_update`:
+  each synthesizes the `tool_use`, the last two with a `deny` (nothing ran);
 - `invoke_agent` is a `tool_call` titled `Delegating to agent '<name>'` (kind `think`).
 """
 
@@ -31,6 +32,7 @@ from typing import Any, Literal
 
 from unified._binary.jsonrpc import as_list
 from unified._internal.counts import positive_int
+from unified._redaction import clip
 from unified.events import (
     DecidedBy,
     PermissionDecision,
@@ -65,6 +67,7 @@ __all__ = [
     "Item",
     "TurnBoundary",
     "denial_text",
+    "refused_unrun",
     "request_args",
     "tool_name_from_call_id",
     "usage_from_prompt_result",
@@ -99,6 +102,15 @@ Item = UnifiedEvent | TurnBoundary
 
 
 BACKEND_ALLOWED = "the Gemini CLI ran it without asking (its own policy allows it)"
+REFUSAL_CHARS = 300
+"""How much of the CLI's error a refusal's reason quotes (`refused_unrun`)."""
+
+
+def refused_unrun(error: str) -> str:
+    """The reason of the `deny` of a call the CLI refused before it ran or asked anyone: arguments that do not
+    validate (a path outside the workspace, a required one missing). It was said `allow` (the CLI's own, or unified's
+    rule auto-edit or yolo, `PermissionGate.relabel`) though nothing ran."""
+    return f"the Gemini CLI refused it before running it: {clip(error.strip(), REFUSAL_CHARS, more='…')}"
 
 
 @dataclass(slots=True)
@@ -230,6 +242,11 @@ class AcpTranslator:
             output = _output_of(call)
             if not known and status == "failed" and isinstance(output, str) and _POLICY_DENIAL.search(output):
                 items.append(self.decided(call_id, "deny", "policy", output))
+            elif not known and status == "failed":
+                # First seen failed: 0.61 announces a call it runs (`tool_call`) or asks about before it runs, so this
+                # one threw before either (its `build` or `shouldConfirmExecute`): refused, not run.
+                refusal = refused_unrun(output if isinstance(output, str) else "its arguments were refused")
+                items.append(self.decided(call_id, "deny", "backend", refusal))
             elif not known:
                 items.append(self.decided(call_id, "allow", "backend", BACKEND_ALLOWED))
             return items + self._finish(call, output)
