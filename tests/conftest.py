@@ -93,6 +93,20 @@ def no_resting_backends() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def no_remembered_homes() -> Iterator[None]:
+    """The binaries' homes a run recorded (`_protected.credential_home`: a caller's `home`/`codex_home`, protected for
+    the rest of the process) are forgotten between tests: a later test of the same worker would otherwise find an
+    earlier test's transcripts among the credential files (`xargs cat` asked for a file of another test's home)."""
+    from unified.tools import _protected
+
+    _protected._homes.clear()
+    _protected._credential_cache = None
+    yield
+    _protected._homes.clear()
+    _protected._credential_cache = None
+
+
+@pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A throwaway HOME, GEMINI_CLI_HOME, XDG tree (unified's data dir in it), no auth from the developer's shell."""
     home = tmp_path / "home"
