@@ -213,6 +213,24 @@ async def test_unified_s_read_file_refuses_a_caller_s_home_key(own_homes: Path) 
     assert "sk-round26" not in str(outcome.response)
 
 
+def test_a_recorded_home_that_is_gone_is_forgotten_and_one_made_again_is_recorded_again(tmp_path: Path) -> None:
+    """An orchestrator giving each run a home of its own in a temporary folder: the homes recorded for the rest of the
+    process are pruned once gone (each lookup globbed every home the process ever used), and still protected while
+    they exist."""
+    gone, kept = tmp_path / "run-1", tmp_path / "run-2"
+    for home in (gone, kept):
+        home.mkdir()
+        (home / "auth.json").write_text("{}")
+        _protected.credential_home("codex", home)
+    gone_auth = gone / "auth.json"
+    gone_auth.unlink()
+    gone.rmdir()
+    _protected._credential_cache = None
+    ids = _protected.credential_ids()
+    assert _protected._homes["codex home"] == (str(kept),)
+    assert any(path == kept / "auth.json" for path in ids.values())
+
+
 # 4. unified's session store
 
 

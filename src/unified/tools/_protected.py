@@ -2357,6 +2357,16 @@ def credential_home(name: str, home: Path) -> None:
         _credential_cache = None
 
 
+def _forget_gone_homes() -> None:
+    """Drop the recorded homes (`credential_home`) that no longer exist: an orchestrator giving each run a home of its
+    own in a temporary folder would otherwise have every lookup glob more of them, the process's whole history of
+    runs (a home made again at the same path is recorded again by the run that uses it)."""
+    for key, homes in list(_homes.items()):
+        kept = tuple(home for home in homes if os.path.isdir(home))
+        if kept != homes:
+            _homes[key] = kept
+
+
 CREDENTIAL_CHECK_TTL_S = 1.0
 """How long the set of credential files is reused before it is looked up again. A link made to one
 meanwhile is still refused (it has the file's device and inode); only a credential file created
@@ -2374,6 +2384,7 @@ def credential_ids(env: Mapping[str, str] | None = None) -> dict[tuple[int, int]
         cached = _credential_cache
         if cached is not None and cached[1] == key and now - cached[0] < CREDENTIAL_CHECK_TTL_S:
             return cached[2]
+        _forget_gone_homes()
         ids = _credential_ids(os.environ)
         _credential_cache = (now, key, ids)
         return ids
