@@ -296,6 +296,47 @@ def test_a_kill_returns_once_what_it_killed_has_ended(kill: str) -> None:
             process.stdout.close()
 
 
+SYS_EXIT = {"x86_64": 60, "aarch64": 93}.get(os.uname().machine)
+"""The `exit` system call's number: it ends the calling thread only (libc's `exit` ends the process)."""
+
+HEADLESS = f"""
+import ctypes, threading, time
+def run_on() -> None:
+    while open("/proc/self/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.001)  # until the main thread below has ended
+    print("ready", flush=True)
+    time.sleep(600)
+threading.Thread(target=run_on).start()
+ctypes.CDLL(None).syscall({SYS_EXIT}, 0)
+"""
+"""A process whose main thread ends (as `pthread_exit` in `main` does) while another thread runs on."""
+
+
+@pytest.mark.skipif(SYS_EXIT is None, reason="the exit system call's number is known for x86_64 and aarch64 only")
+@pytest.mark.parametrize("kill", ["kill_owned_group", "kill_marked"])
+def test_a_process_whose_main_thread_has_ended_is_killed(kill: str) -> None:
+    """A process whose main thread has ended shows Z in /proc while its other threads run on, and its main
+    thread's environment cannot be read (ESRCH): both kills skipped it as ended and left it running. Each kill
+    reads it through a thread that runs on, and kills it."""
+    marker = f"headless-{kill}"
+    process = subprocess.Popen(
+        [sys.executable, "-c", HEADLESS],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+        env={**os.environ, OWNER_VARIABLE: marker},
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"ready\n"
+        kill_owned_group(process.pid, marker) if kill == "kill_owned_group" else kill_marked(marker)
+        assert process.poll() == -signal.SIGKILL
+    finally:
+        process.kill()
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
 def _killed_past_one_failure(
     monkeypatch: pytest.MonkeyPatch, kill: str, marker: str, fail: Callable[[int, list[OSError]], None]
 ) -> None:
