@@ -28,7 +28,7 @@ import pytest
 
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness.pidfds import Holder, carries, in_group, wait_exited
-from unified.tools import ToolCall, ToolRuntime
+from unified.tools import ToolCall, ToolRuntime, _watchdog
 from unified.tools._watchdog import (
     OWNER_VARIABLE,
     _carries,
@@ -288,6 +288,38 @@ def test_a_kill_returns_once_what_it_killed_has_ended(kill: str) -> None:
         assert process.stdout is not None
         assert process.stdout.readline() == b"ready\n"
         kill_owned_group(process.pid, marker) if kill == "kill_owned_group" else kill_marked(marker)
+        assert process.poll() == -signal.SIGKILL
+    finally:
+        process.kill()
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+PF_EXITING = 0x4
+"""/proc/<pid>/stat `flags` bit of a process that has begun to exit."""
+
+
+def test_a_cgroup_kill_returns_once_what_it_killed_has_ended(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`cgroup.procs` drops a killed process before it is a zombie (kernels before 5.5 as soon as it began to exit,
+    its memory not let go of yet); `kill_cgroup` took its absence for the end and returned with it still running.
+    It returns once what it killed has ended. A directory stands in for the cgroup (cgroup v2 is not writable on
+    every machine that runs this), its members listed as such a kernel lists them."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", HEAVY], stdout=subprocess.PIPE, start_new_session=True, env=dict(os.environ)
+    )
+
+    def members(_path: Path) -> list[int]:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            flags = int(Path(f"/proc/{process.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[6])
+            return [] if flags & PF_EXITING else [process.pid]
+        return []
+
+    monkeypatch.setattr(_watchdog, "cgroup_members", members)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"ready\n"
+        assert _watchdog.kill_cgroup(tmp_path)
         assert process.poll() == -signal.SIGKILL
     finally:
         process.kill()

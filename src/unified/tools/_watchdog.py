@@ -192,18 +192,26 @@ def _still_members(path: Path) -> Callable[[list[int]], Iterable[int]]:
 
 
 def kill_cgroup(path: Path) -> bool:
-    """SIGKILL every process of a cgroup (and its descendants), wait until none is left, and remove
-    the cgroups; whether it ended empty."""
+    """SIGKILL every process of a cgroup (and its descendants), wait until none is left and each it killed has
+    ended (`_killed`), and remove the cgroups; whether it ended empty.
+
+    `cgroup.procs` is not the end: it drops a process once the process has left its cgroup (`cgroup_exit`),
+    before it is a zombie, and kernels before 5.5 dropped it as soon as it began to exit, before it let go of
+    its memory. A process killed by `cgroup.kill` is listed (and sent a kill of ours, its pidfd kept) until it
+    has left its cgroup, on the kernels that have `cgroup.kill` (5.14)."""
     if not path.is_dir():
         return True
     with contextlib.suppress(OSError):
         Path(path, "cgroup.kill").write_text("1")
-    for _ in range(KILL_ROUNDS):
-        members = cgroup_members(path)
-        if not members:
-            break
-        _kill_checked(members, _still_members(path))
-        time.sleep(0.005)
+    with _killed() as dying:
+        for _ in range(KILL_ROUNDS):
+            members = cgroup_members(path)
+            if members:
+                _kill_checked(members, _still_members(path), dying=dying)
+            _forget_ended(dying)
+            if not members and not dying:
+                break
+            time.sleep(0.005)
     remove_cgroup(path)
     return not cgroup_members(path)
 
