@@ -504,8 +504,9 @@ def kill_marked(marker: str) -> None:
                 for entry in os.scandir("/proc"):
                     if not entry.name.isdigit() or int(entry.name) == me:
                         continue
-                    if _stat_fields(entry.name) is None:
-                        continue  # gone; a zombie is looked at by `_carries` (its other threads may run on)
+                    fields = _stat_fields(entry.name)
+                    if fields is None or int(fields[6]) & _PF_KTHREAD:
+                        continue  # gone, or a kernel thread; a zombie is looked at (its other threads may run on)
                     mark = _carries(int(entry.name), needle)
                     if mark is None:  # inside execve (anyone's): look again once its environment shows
                         found += 1
