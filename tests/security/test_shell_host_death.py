@@ -28,7 +28,7 @@ import pytest
 
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness.pidfds import Holder, carries, in_group, wait_exited
-from unified.tools import ToolCall, ToolRuntime
+from unified.tools import ToolCall, ToolRuntime, _watchdog
 from unified.tools._watchdog import (
     OWNER_VARIABLE,
     _carries,
@@ -280,6 +280,79 @@ def test_a_kill_returns_once_what_it_killed_has_ended(kill: str) -> None:
     marker = f"heavy-{kill}"
     process = subprocess.Popen(
         [sys.executable, "-c", HEAVY],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+        env={**os.environ, OWNER_VARIABLE: marker},
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"ready\n"
+        kill_owned_group(process.pid, marker) if kill == "kill_owned_group" else kill_marked(marker)
+        assert process.poll() == -signal.SIGKILL
+    finally:
+        process.kill()
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+PF_EXITING = 0x4
+"""/proc/<pid>/stat `flags` bit of a process that has begun to exit."""
+
+
+def test_a_cgroup_kill_returns_once_what_it_killed_has_ended(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`cgroup.procs` drops a killed process before it is a zombie (kernels before 5.5 as soon as it began to exit,
+    its memory not let go of yet); `kill_cgroup` took its absence for the end and returned with it still running.
+    It returns once what it killed has ended. A directory stands in for the cgroup (cgroup v2 is not writable on
+    every machine that runs this), its members listed as such a kernel lists them."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", HEAVY], stdout=subprocess.PIPE, start_new_session=True, env=dict(os.environ)
+    )
+
+    def members(_path: Path) -> list[int]:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            flags = int(Path(f"/proc/{process.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[6])
+            return [] if flags & PF_EXITING else [process.pid]
+        return []
+
+    monkeypatch.setattr(_watchdog, "cgroup_members", members)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"ready\n"
+        assert _watchdog.kill_cgroup(tmp_path)
+        assert process.poll() == -signal.SIGKILL
+    finally:
+        process.kill()
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+SYS_EXIT = {"x86_64": 60, "aarch64": 93}.get(os.uname().machine)
+"""The `exit` system call's number: it ends the calling thread only (libc's `exit` ends the process)."""
+
+HEADLESS = f"""
+import ctypes, threading, time
+def run_on() -> None:
+    while open("/proc/self/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.001)  # until the main thread below has ended
+    print("ready", flush=True)
+    time.sleep(600)
+threading.Thread(target=run_on).start()
+ctypes.CDLL(None).syscall({SYS_EXIT}, 0)
+"""
+"""A process whose main thread ends (as `pthread_exit` in `main` does) while another thread runs on."""
+
+
+@pytest.mark.skipif(SYS_EXIT is None, reason="the exit system call's number is known for x86_64 and aarch64 only")
+@pytest.mark.parametrize("kill", ["kill_owned_group", "kill_marked"])
+def test_a_process_whose_main_thread_has_ended_is_killed(kill: str) -> None:
+    """A process whose main thread has ended shows Z in /proc while its other threads run on, and its main
+    thread's environment cannot be read (ESRCH): both kills skipped it as ended and left it running. Each kill
+    reads it through a thread that runs on, and kills it."""
+    marker = f"headless-{kill}"
+    process = subprocess.Popen(
+        [sys.executable, "-c", HEADLESS],
         stdout=subprocess.PIPE,
         start_new_session=True,
         env={**os.environ, OWNER_VARIABLE: marker},
