@@ -28,6 +28,7 @@ import pytest
 
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness.pidfds import Holder, carries, in_group, wait_exited
+from unified._binary import proctable
 from unified.tools import ToolCall, ToolRuntime, _watchdog
 from unified.tools._watchdog import (
     OWNER_VARIABLE,
@@ -362,6 +363,28 @@ def test_a_process_whose_main_thread_has_ended_is_killed(kill: str) -> None:
         assert process.stdout.readline() == b"ready\n"
         kill_owned_group(process.pid, marker) if kill == "kill_owned_group" else kill_marked(marker)
         assert process.poll() == -signal.SIGKILL
+    finally:
+        process.kill()
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+@pytest.mark.skipif(SYS_EXIT is None, reason="the exit system call's number is known for x86_64 and aarch64 only")
+def test_a_binary_s_descendant_whose_main_thread_has_ended_is_still_found() -> None:
+    """The host side's process table (`_binary.proctable`, which finds what a binary left behind to kill it) took a
+    process whose main thread has ended for a zombie that had ended: not among the descendants, not alive, and so
+    left running at a run's end. It is found, and alive, until it is killed."""
+    process = subprocess.Popen([sys.executable, "-c", HEADLESS], stdout=subprocess.PIPE)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"ready\n"
+        found = {pid: started for pid, started in proctable.descendants(os.getpid())}
+        assert process.pid in found
+        assert proctable.alive((process.pid, found[process.pid]))
+        process.kill()
+        process.wait()
+        assert not proctable.alive((process.pid, found[process.pid]))
     finally:
         process.kill()
         process.wait()

@@ -118,11 +118,31 @@ def _ps_table(pid: int | None = None) -> dict[int, tuple[int, str]]:
 
 
 def _proc_entry(pid: int | str) -> tuple[int, str] | None:
-    """(parent pid, start time) of a live process from /proc/<pid>/stat; None when it is gone or a zombie."""
+    """(parent pid, start time) of a live process from /proc/<pid>/stat; None when it is gone or a zombie none of
+    whose threads runs on (`_threads_run_on`)."""
     fields = stat_fields(pid)
-    if fields is None or len(fields) < 20 or fields[0] == b"Z" or not fields[1].isdigit():
+    if fields is None or len(fields) < 20 or not fields[1].isdigit():
+        return None
+    if fields[0] == b"Z" and not _threads_run_on(pid):
         return None
     return int(fields[1]), fields[19].decode()
+
+
+def _threads_run_on(pid: int | str) -> bool:
+    """Whether a thread of the process other than its main one has not ended. A process whose main thread ended
+    (`pthread_exit` in `main`, `SYS_exit`) while others run on shows Z in /proc, and was taken for ended: left
+    running by the kill of a binary's descendants, its own children with it (`unified.tools._watchdog._live_thread`
+    is the same check in the watchdog's standard-library script). Read for a Z alone: one listing."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in tids:
+        if tid != str(pid):
+            fields = stat_fields(f"{pid}/task/{tid}")
+            if fields is not None and fields[0] not in (b"Z", b"X"):
+                return True
+    return False
 
 
 def has_proc() -> bool:
