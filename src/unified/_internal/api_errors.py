@@ -9,11 +9,13 @@ which SDK surface raised it, so it is decided here once.
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import html
 import json
 import math
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -30,12 +32,14 @@ __all__ = [
     "error_from_status",
     "not_its_json",
     "redirected",
+    "retry_after_header",
     "retry_delay",
     "timed_out",
     "undecodable",
     "unfit_response",
     "unreachable",
     "unreadable_response",
+    "unreadable_wait",
 ]
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -62,6 +66,28 @@ def retry_delay(body: Any) -> float | None:
             if match and math.isfinite(seconds := float(match.group("seconds"))):
                 return seconds
     return None
+
+
+def retry_after_header(exc: BaseException, now: datetime | None = None) -> float | None:
+    """The HTTP `Retry-After` of the answer a failed request got (either SDK family keeps the httpx response), in
+    seconds: delta-seconds, or an HTTP date (the wait until then, 0 once past); None when absent or unreadable (a
+    negative number, a word, a number no float holds). The body's RetryInfo is the API's own and comes first; a
+    proxy's or gateway's 429 or 503 says its wait only here, and the retry policy's backoff ignored it (bad input
+    round 17)."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    value = headers.get("retry-after") if isinstance(headers, Mapping) else None  # httpx.Headers: any case
+    if not isinstance(value, str) or not (value := value.strip()):
+        return None
+    if re.fullmatch(r"\d+(?:\.\d+)?", value):
+        seconds = float(value)
+        return seconds if math.isfinite(seconds) else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 HTTP_OF_STATUS: dict[str, int] = {
@@ -108,10 +134,13 @@ def _page_said(message: str) -> str:
     return f"an HTML page ({named}{size} bytes) instead of the API's JSON, likely a proxy's or load balancer's"
 
 
-def error_from_status(code: int, status: str | None, message: str, *, body: Any, model: str | None) -> UnifiedError:
+def error_from_status(
+    code: int, status: str | None, message: str, *, body: Any, model: str | None, retry_after_s: float | None = None
+) -> UnifiedError:
     """The typed error for one HTTP error answer; `retryable` says whether asking again may help. A body whose
     `message` or `status` is no string (`{"message": 5, "status": []}`: a server's or proxy's slip, which the SDK
-    hands on as it is) is quoted as its JSON: it was `internal_error`, a TypeError in the regex."""
+    hands on as it is) is quoted as its JSON: it was `internal_error`, a TypeError in the regex. `retry_after_s`: the
+    answer's `Retry-After` header (`retry_after_header`), the wait of a 429 without RetryInfo and of a 5xx."""
     if not isinstance(message, str):
         message = json.dumps(message, default=str)
     if not isinstance(status, str):
@@ -121,6 +150,8 @@ def error_from_status(code: int, status: str | None, message: str, *, body: Any,
     what = f"({code} {status or ''})".replace(" )", ")")
     if code == 429:
         delay = retry_delay(body)
+        if delay is None:
+            delay = retry_after_s
         if delay is not None:
             details["retry_after_s"] = delay
         hint = f"wait {delay:g}s and run again" if delay else "wait and run again, or check your quota"
@@ -130,6 +161,11 @@ def error_from_status(code: int, status: str | None, message: str, *, body: Any,
     if isinstance(code, int) and 200 <= code < 300:  # a success but 200 (204 No Content): no answer, as a proxy's page
         return not_its_json(f"an answer of status {code}{f' {status}' if status else ''}")
     if code in RETRYABLE_STATUS:
+        delay = retry_delay(body)
+        if delay is None:
+            delay = retry_after_s
+        if delay is not None:
+            details["retry_after_s"] = delay
         return BackendError(
             f"the Gemini API failed {what}: {message}",
             hint="a server-side problem; run again later",
@@ -243,6 +279,27 @@ def unreadable_response(exc: BaseException) -> UnifiedError | None:
     else:
         why = "its JSON is nested too deeply to parse"
     return unfit_response(why)
+
+
+def unreadable_wait(exc: BaseException) -> UnifiedError | None:
+    """google-genai's Interactions client failing to read an error answer's `Retry-After` (a number no float holds:
+    its `round(seconds * 1000)` raised OverflowError, which ended the run as `internal_error`, "a bug in unified"):
+    the server's or a proxy's bad answer, asked again after the policy's own backoff (`retry_after_header` reads
+    such a header as no wait)."""
+    if not isinstance(exc, OverflowError | ValueError):
+        return None
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or tb.tb_frame.f_code.co_name != "_parse_retry_after_header":
+        return None
+    if not str(tb.tb_frame.f_globals.get("__name__", "")).startswith("google.genai"):
+        return None
+    return BackendError(
+        f"the server's error answer had a Retry-After header google-genai cannot read ({type(exc).__name__}: {exc})",
+        hint="a server or proxy problem; run again later",
+        retryable=True,
+    )
 
 
 UNFIT_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, OverflowError)

@@ -2,10 +2,11 @@
 
 A failed request is asked again when its failure is retryable and nothing of it has reached the
 consumer yet (a retry must never show output twice). The wait is the server's
-`google.rpc.RetryInfo.retryDelay` when it gives one, otherwise capped exponential backoff with full
+`google.rpc.RetryInfo.retryDelay` when it gives one, else the answer's HTTP `Retry-After`
+(`api_errors.retry_after_header`), otherwise capped exponential backoff with full
 jitter (uniform in `[0, min(30 s, 2^attempt s)]`, so many clients hit by the same outage do not come
 back in step). Each retry is announced by one `warning` with code `retrying`. Attempts stop at
-`max_retries`, at a RetryInfo longer than `max_retry_delay_s`, or when the next attempt would start
+`max_retries`, at a RetryInfo (or Retry-After) longer than `max_retry_delay_s`, or when the next attempt would start
 after `request_deadline_s` (counted from the first attempt): the error then says what was tried.
 See docs/backends/api-loop.md.
 """

@@ -59,6 +59,8 @@ _MODEL_OPS: dict[str, ApiMethod] = {
 class _Json:
     status: int
     body: JsonObject
+    retry_after: str | None = None
+    """A `Retry-After` header to send (`Fault.retry_after`)."""
 
 
 @dataclass
@@ -535,7 +537,7 @@ def _refuse_credentials(path: str, query: dict[str, str], headers: dict[str, str
 
 
 def _http_fault(fault: Fault, model: str | None) -> _Reply:
-    return _Hang() if fault.kind == "no_headers" else _Json(*_wire.fault_error(fault, model))
+    return _Hang() if fault.kind == "no_headers" else _Json(*_wire.fault_error(fault, model), fault.retry_after)
 
 
 def _without_finish(chunk: JsonObject) -> JsonObject:
@@ -591,6 +593,8 @@ class _Handler(FakeHandler):
             self.send_response(reply.status)
             self.send_header("Content-Type", "application/json; charset=UTF-8")
             self.send_header("Content-Length", str(len(payload)))
+            if reply.retry_after is not None:
+                self.send_header("Retry-After", reply.retry_after)
             self.end_headers()
             self.wfile.write(payload)
             return

@@ -113,6 +113,10 @@ class Fault(_Model):
     carries: FaultKind | None = None
     """For `mid_stream_error`: the HTTP fault whose error the chunk (or `error` event) carries, e.g.
     `rate_limit` for a quota error met in the middle of a stream; default `server_error`."""
+    retry_after: str | None = None
+    """For an HTTP fault (FakeGemini): the answer's `Retry-After` header as sent (delta-seconds, an HTTP date, or
+    anything else a proxy may write), and a `rate_limit` body then without RetryInfo: a gateway's or proxy's 429 or
+    503 says its wait only in the header."""
 
     @property
     def is_http(self) -> bool:

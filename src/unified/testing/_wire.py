@@ -104,6 +104,8 @@ def fault_error(fault: Fault, model: str | None) -> tuple[int, JsonObject]:
             },
             {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": fault.retry_delay},
         ]
+        if fault.retry_after is not None:  # the header's wait alone
+            details = details[:1]
     return code, error_body(code, status, message, details)
 
 

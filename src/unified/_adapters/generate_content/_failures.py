@@ -18,6 +18,7 @@ from unified._internal.api_errors import (
     credentials_error,
     error_from_status,
     not_its_json,
+    retry_after_header,
     timed_out,
     undecodable,
     unreachable,
@@ -78,7 +79,11 @@ def _raised_by_genai(exc: BaseException) -> bool:
 
 
 def _api_failure(exc: errors.APIError, model: str) -> Failure:
-    error = error_from_status(exc.code, exc.status, exc.message or str(exc), body=exc.details, model=model)
+    said = exc.message or str(exc)
+    waited = retry_after_header(exc)
+    error = error_from_status(exc.code, exc.status, said, body=exc.details, model=model, retry_after_s=waited)
     if isinstance(error, RateLimited):
         return Failure("rate_limit", error, error.details.get("retry_after_s"))
-    return Failure("transient" if error.retryable else "fatal", error)
+    if error.retryable:  # a 5xx: its RetryInfo, else its Retry-After, is the wait
+        return Failure("transient", error, error.details.get("retry_after_s"))
+    return Failure("fatal", error)

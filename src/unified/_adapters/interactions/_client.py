@@ -38,10 +38,11 @@ from unified._internal.api_errors import (
     error_from_status,
     not_its_json,
     redirected,
-    retry_delay,
+    retry_after_header,
     undecodable,
     unreachable,
     unreadable_response,
+    unreadable_wait,
 )
 from unified._internal.genai_client import GenaiClient
 from unified._internal.retry import Failure, retrying
@@ -119,9 +120,9 @@ def error_from_exception(exc: BaseException, what: str, model: str | None = None
         )
     error = body.get("error") if isinstance(body, Mapping) else None
     status_text = error.get("status") if isinstance(error, Mapping) else None
-    failure = error_from_status(
-        status, status_text if isinstance(status_text, str) else None, message, body=body, model=model
-    )
+    said_status = status_text if isinstance(status_text, str) else None
+    waited = retry_after_header(exc)
+    failure = error_from_status(status, said_status, message, body=body, model=model, retry_after_s=waited)
     failure.details["during"] = what
     return failure
 
@@ -133,15 +134,18 @@ def failure_from_exception(exc: BaseException) -> Failure | None:
     if isinstance(exc, FailedBeforeOutput):  # its HTTP twin's kind: a 429 waits as a rate limit does
         limited = isinstance(exc.error, RateLimited)
         return Failure("rate_limit" if limited else "transient", exc.error, exc.retry_delay_s)
+    if (unread := unreadable_wait(exc)) is not None:
+        return Failure("transient", unread)
     if not is_api_error(exc):
         credentials = credentials_error(exc) or unreadable_response(exc)
         return Failure("fatal", credentials) if credentials is not None else None
-    status, body, _ = describe(exc)
+    status, _, _ = describe(exc)
     error = error_from_exception(exc, "an Interactions API request")
+    asked = error.details.get("retry_after_s")  # the body's RetryInfo, else the answer's Retry-After
     if status == 429:
-        return Failure("rate_limit", error, retry_delay(body))
+        return Failure("rate_limit", error, asked)
     retryable = status in RETRYABLE_STATUS or is_connection_error(exc)
-    return Failure("transient" if retryable else "fatal", error, retry_delay(body))
+    return Failure("transient" if retryable else "fatal", error, asked if retryable else None)
 
 
 _DONE = "[DONE]"
