@@ -128,6 +128,10 @@ class Redactor:
     forms_pattern: re.Pattern[str] | None = None
     """The forms as one alternation of literals: one pass over a text (the 29 forms of three keys in 4 KB: 21 us,
     where a substring test each took 153 us)."""
+    loose: tuple[str, ...] = ()
+    """The secrets of `ANYWHERE_LENGTH` or more and their hex forms, lower-cased: looked for in a text lower-cased
+    with its line breaks taken out (`_loose_in`), where a key re-cased at random or wrapped onto lines (`fold -w10`,
+    `xxd -p`'s 30 bytes a line, a terminal's wrap) is the key to anyone who reads it (round 27)."""
 
     def __bool__(self) -> bool:
         return bool(self.values)
@@ -137,13 +141,26 @@ class Redactor:
         (`SplitGuard`), where a hex or upper-cased key printed half in one piece and half in the next is
         one form only once both are read (round 18: the guard held back only the plain secret's
         beginning, and each half of a form reached the events)."""
-        return _plain(self.values) if self.forms else self
+        return _plain(self.values, self.loose) if self.forms else self
 
     def found_in(self, text: str) -> bool:
         """Whether any secret occurs in `text`, even inside a word, in a base64 form, or written with
         JSON `\\u` escapes: the cheap test before a replace (one substring search for the usual one
         secret in the usual short text)."""
+        return self._exact_in(text) or (bool(self.loose) and self._loose_in(text))
+
+    def _exact_in(self, text: str) -> bool:
+        """Whether a secret or a form of it occurs in `text` as written, or with its JSON `\\u` escapes decoded."""
         return self._plain_in(text) or ("\\u" in text and self._plain_in(_unescaped(text)[0]))
+
+    def _loose_in(self, text: str) -> bool:
+        """Whether a `loose` form occurs in `text` lower-cased, its line breaks taken out."""
+        if len(text) < len(self.loose[-1]):
+            return False
+        folded = text.lower()
+        if "\n" in folded:
+            folded = folded.replace("\r", "").replace("\n", "")
+        return any(map(folded.__contains__, self.loose))
 
     def _plain_in(self, text: str) -> bool:
         held = self.held
@@ -157,10 +174,40 @@ class Redactor:
         return self.forms_pattern is not None and self.forms_pattern.search(text) is not None
 
     def __call__(self, text: str, replacement: str = REDACTED) -> str:
-        """`text` with every whole occurrence of a secret replaced (its base64 forms and its JSON
-        `\\u`-escaped forms too: `_compiled`, `_replace_escaped`)."""
+        """`text` with every whole occurrence of a secret replaced (its base64 forms, its JSON
+        `\\u`-escaped forms and its `loose` ones too: `_compiled`, `_replace_escaped`, `_replace_loose`)."""
         if self.pattern is None:
             return text
+        text = self._replace(text, replacement)
+        if self.loose and self._loose_in(text):
+            text = self._replace_loose(text, replacement)
+        return text
+
+    def _replace_loose(self, text: str, replacement: str) -> str:
+        """`text` with each `loose` form replaced where its characters stand in `text` (the line breaks
+        inside it go with it)."""
+        starts = [i for i, c in enumerate(text) if c not in "\r\n"]
+        folded = "".join(c if len(low := c.lower()) != 1 else low for c in (text[i] for i in starts))
+        spans: list[tuple[int, int]] = []
+        for value in self.loose:  # longest first
+            at = folded.find(value)
+            while at >= 0:
+                spans.append((starts[at], starts[at + len(value) - 1] + 1))
+                at = folded.find(value, at + len(value))
+        out: list[str] = []
+        position = 0
+        for begin, end in sorted(spans):
+            if end <= position:
+                continue
+            if begin >= position:  # one that overlaps the one before extends its replacement
+                out += [text[position:begin], replacement]
+            position = end
+        out.append(text[position:])
+        return "".join(out)
+
+    def _replace(self, text: str, replacement: str) -> str:
+        """`text` with the secrets and forms found as written (or `\\u`-escaped) replaced."""
+        assert self.pattern is not None
         if not self._plain_in(text):
             if "\\u" not in text:
                 return text
@@ -171,7 +218,7 @@ class Redactor:
             text = self._replace_escaped(text, replacement)
         for _ in self.values:  # a short secret glued to a long one stands whole once the long one is replaced
             replaced = self.pattern.sub(replacement, text)
-            if replaced == text or not self.found_in(replaced):
+            if replaced == text or not self._exact_in(replaced):
                 return replaced
             text = replaced
         return text
@@ -327,8 +374,12 @@ def _printed_forms(value: str) -> list[str]:
     """The forms one short command prints a known secret in (`tr a-z A-Z`, `rev`, `xxd -p`, `sed 's/./& /g'`,
     `fold -w1`): upper and lower case, reversed, hex (both cases), a space or a line break after every character.
     Each is the secret to anyone who reads it and, at `ANYWHERE_LENGTH` characters or more, like a base64 form,
-    ordinary text never holds it by chance. Not caught: other separators, mixed re-casing, hex broken into lines
-    (`xxd -p` breaks one after 30 bytes) or grouped (`xxd`, `od`), and encodings of encodings."""
+    ordinary text never holds it by chance. Mixed re-casing and line breaks inside the secret or its hex (`fold`,
+    `xxd -p`) are caught too (`Redactor.loose`). Not caught (measured, round 27): other separators (tabs, commas,
+    a color code between characters), hex grouped with offsets (`xxd`, `od -c`), every byte percent-encoded or as an
+    HTML entity, decimal bytes, `rot13`, and encodings of encodings: a command the model chooses can always print a
+    secret it can read in a form no redactor knows; what keeps it safe is that the model's commands cannot read it
+    (the child's environment, `hide_host_environment`)."""
     hexed = value.encode().hex()
     return [value.upper(), value.lower(), value[::-1], hexed, hexed.upper(), " ".join(value), "\n".join(value)]
 
@@ -346,8 +397,15 @@ def _pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _plain(values: tuple[str, ...]) -> Redactor:
-    return Redactor(values, _pattern(values), values)
+def _plain(values: tuple[str, ...], loose: tuple[str, ...] = ()) -> Redactor:
+    return Redactor(values, _pattern(values), values, loose=loose)
+
+
+def _loose_forms(values: tuple[str, ...]) -> tuple[str, ...]:
+    """The `Redactor.loose` forms of `values`: each long one and its hex, lower-cased, longest first."""
+    long = [v for v in values if len(v) >= ANYWHERE_LENGTH]
+    found = {form for v in long for form in (v.lower(), v.encode().hex())}
+    return tuple(sorted(found, key=lambda v: (-len(v), v)))
 
 
 @functools.lru_cache(maxsize=64)
@@ -364,7 +422,7 @@ def _compiled(values: tuple[str, ...]) -> Redactor:
         values = tuple(sorted({*values, *forms}, key=lambda v: (-len(v), v)))
     shortest = min((len(f) for f in forms), default=0)
     alternation = re.compile("|".join(map(re.escape, forms))) if forms else None
-    return Redactor(values, _pattern(values), held, forms, shortest, alternation)
+    return Redactor(values, _pattern(values), held, forms, shortest, alternation, _loose_forms(held))
 
 
 def is_secret(name: str, value: str) -> bool:

@@ -1,0 +1,264 @@
+"""Red team, round 27: secrets and the network.
+
+Holes (each test marked SUCCEEDED before fails on the code before its fix):
+
+- a SOCKS5 proxy with credentials (`ALL_PROXY=socks5://user:PASSWORD@host:1080`) reached the agent binaries'
+  environment as it was, where a model's `env` or `cat /proc/$PPID/environ` printed the password (the http(s) ones
+  were already stood in for by the forwarder): now the forwarder stands in for socks5/socks5h too, on the same port
+  (`unified._binary.proxy`);
+- a key re-cased at random, or wrapped onto lines (`fold -w10`, a terminal's `\\r\\n` wrap, `xxd -p`'s 30 bytes a
+  line), was no form the redactor knew: it reached the events and the tool output sent back to the model. Now
+  `Redactor.loose` looks for the key and its hex lower-cased with the line breaks taken out.
+
+Measured and left (documented in `_printed_forms`): other separators, grouped hex dumps with offsets (`xxd`, `od -c`),
+every byte percent-encoded, HTML entities, decimal bytes, rot13, base64 of base64.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
+
+import anyio
+import pytest
+
+from tests.hang_guard import HANG_GUARD_S
+from tests.harness.closed_port import closed_port
+from tests.harness.fake_proxy import fake_proxy
+from tests.harness.fake_socks import fake_socks
+from tests.security.test_red_team_round18 import _streamed
+from unified._binary.proxy import ProxyForwarder, forwarded_env, upstreams_of
+from unified._redaction import REDACTED, redactor
+
+pytestmark = [pytest.mark.anyio]
+
+KEY = "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
+PASSWORD = "S0cks-Pa55w0rd-Qw7Er4Ty9Ui2"
+
+
+# 1. a SOCKS5 proxy's password in the child's environment
+
+
+@pytest.mark.parametrize("name", ["ALL_PROXY", "all_proxy", "HTTPS_PROXY"])
+@pytest.mark.parametrize("scheme", ["socks5", "socks5h"])
+def test_a_socks5_proxy_with_credentials_is_stood_in_for(name: str, scheme: str) -> None:
+    """SUCCEEDED before: `forwarded_env` left `socks5://user:PASSWORD@...` as it was for the child."""
+    host = {name: f"{scheme}://user:{PASSWORD}@socks.example:1080", "PATH": "/usr/bin"}
+    env, forwarder = forwarded_env(host)
+    assert forwarder is not None
+    try:
+        given = urlsplit(env[name])
+        assert (given.scheme, given.hostname, given.port) == (scheme, "127.0.0.1", forwarder.port)
+        assert PASSWORD not in str(env)
+        assert given.password
+        assert given.username
+    finally:
+        forwarder.stop()
+    assert upstreams_of(host)[name].where == f"{scheme}://socks.example:1080"
+    assert PASSWORD not in repr(upstreams_of(host)[name])
+
+
+def test_a_socks4_proxy_and_one_without_credentials_stay_as_they_were() -> None:
+    """Pin: a SOCKS4 user id is no password, and a proxy without userinfo has nothing to hide."""
+    host = {"ALL_PROXY": "socks4://user@socks.example:1080", "all_proxy": "socks5h://socks.example:1080"}
+    assert forwarded_env(host) == (host, None)
+
+
+@asynccontextmanager
+async def socks_forwarding(upstream_url: str) -> AsyncIterator[tuple[ProxyForwarder, str]]:
+    env, forwarder = forwarded_env({"ALL_PROXY": upstream_url})
+    assert forwarder is not None
+    try:
+        yield forwarder, env["ALL_PROXY"]
+    finally:
+        await anyio.to_thread.run_sync(forwarder.stop)
+
+
+async def socks_ask(url: str, user: str, password: str, target: bytes, methods: bytes = b"\x02") -> bytes:
+    """A SOCKS5 client's negotiation with the proxy at `url` and a CONNECT to `target` (address type, address,
+    port), then "ping" through the tunnel: every byte the proxy answered."""
+    async with await anyio.connect_tcp("127.0.0.1", urlsplit(url).port or 0) as stream:
+        answer = b""
+        with anyio.fail_after(HANG_GUARD_S):
+            try:
+                await stream.send(bytes([5, len(methods)]) + methods)
+                answer += await stream.receive()
+                if answer[-1:] != b"\x02":
+                    return answer
+                u, p = user.encode(), password.encode()
+                await stream.send(bytes([1, len(u)]) + u + bytes([len(p)]) + p)
+                answer += await stream.receive()
+                if answer[-1:] != b"\x00":
+                    return answer
+                await stream.send(b"\x05\x01\x00" + target)
+                answer += await stream.receive()
+                await stream.send(b"ping")
+                while True:
+                    answer += await stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                return answer
+
+
+@asynccontextmanager
+async def echo() -> AsyncIterator[int]:
+    """A server on 127.0.0.1 echoing what it reads, once: its port."""
+
+    async def serve(client: anyio.abc.ByteStream) -> None:
+        async with client:
+            await client.send(await client.receive())
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, serve)
+        yield listener.extra(anyio.abc.SocketAttribute.local_port)
+        group.cancel_scope.cancel()
+
+
+def _ipv4(port: int) -> bytes:
+    return b"\x01\x7f\x00\x00\x01" + port.to_bytes(2, "big")
+
+
+def _name(port: int) -> bytes:
+    return b"\x03\x09localhost" + port.to_bytes(2, "big")
+
+
+@pytest.mark.parametrize("target", [_ipv4, _name])
+async def test_a_socks5_connect_goes_through_the_upstream_with_the_hosts_credentials(target: object) -> None:
+    """SUCCEEDED before: there was no forwarder for a SOCKS5 proxy (the child was given the host's password). Now
+    the child's fresh credential opens a tunnel through the host's proxy, which sees the host's credential and the
+    child's CONNECT as sent (an address, or a name the proxy resolves)."""
+    assert callable(target)
+    async with echo() as port, fake_socks(password=PASSWORD) as upstream, socks_forwarding(upstream.url) as (_, url):
+        given = urlsplit(url)
+        answer = await socks_ask(url, given.username or "", given.password or "", target(port))
+        assert answer.startswith(b"\x05\x02\x01\x00\x05\x00"), answer
+        assert answer.endswith(b"ping")
+        [asked] = upstream.asked
+        assert (asked.user, asked.password, asked.allowed) == (upstream.user, PASSWORD, True)
+        assert asked.target.endswith(f":{port}")
+
+
+async def test_a_socks5_client_without_the_forwarders_credential_is_refused_and_nothing_goes_upstream() -> None:
+    """Another local user who finds the port cannot ride the host's credentials: a wrong credential, the host's own,
+    or no username/password method at all, is refused before anything reaches the upstream."""
+    async with fake_socks(password=PASSWORD) as upstream, socks_forwarding(upstream.url) as (_, url):
+        target = _ipv4(1)
+        assert await socks_ask(url, "unified0", "wrong", target) == b"\x05\x02\x01\x01"
+        assert await socks_ask(url, upstream.user, PASSWORD, target) == b"\x05\x02\x01\x01"
+        assert await socks_ask(url, "", "", target, methods=b"\x00") == b"\x05\xff"
+        assert upstream.asked == []
+
+
+async def test_the_http_and_the_socks_routes_do_not_open_each_other() -> None:
+    """With an http(s) and a SOCKS5 proxy, each route's credential opens its own protocol only."""
+    async with fake_proxy() as http, fake_socks(password=PASSWORD) as socks:
+        env, forwarder = forwarded_env({"HTTPS_PROXY": http.url, "ALL_PROXY": socks.url})
+        assert forwarder is not None
+        try:
+            https, all_proxy = urlsplit(env["HTTPS_PROXY"]), urlsplit(env["ALL_PROXY"])
+            assert https.port == all_proxy.port
+            refused = await socks_ask(env["ALL_PROXY"], https.username or "", https.password or "", _ipv4(1))
+            assert refused == b"\x05\x02\x01\x01"
+            token = base64.b64encode(f"{all_proxy.username}:{all_proxy.password}".encode()).decode()
+            async with await anyio.connect_tcp("127.0.0.1", https.port or 0) as stream:
+                await stream.send(f"CONNECT x:1 HTTP/1.1\r\nProxy-Authorization: Basic {token}\r\n\r\n".encode())
+                with anyio.fail_after(HANG_GUARD_S):
+                    assert (await stream.receive()).startswith(b"HTTP/1.1 407 ")
+        finally:
+            await anyio.to_thread.run_sync(forwarder.stop)
+        assert http.asked == []
+        assert socks.asked == []
+
+
+async def test_an_upstream_refusing_the_hosts_socks_credentials_gives_not_allowed_and_a_problem() -> None:
+    async with fake_socks(password="another-password-123") as upstream:
+        url = f"socks5://{upstream.user}:{PASSWORD}@127.0.0.1:{upstream.port}"
+        async with socks_forwarding(url) as (forwarder, given_url):
+            given = urlsplit(given_url)
+            answer = await socks_ask(given_url, given.username or "", given.password or "", _ipv4(1))
+        assert answer.startswith(b"\x05\x02\x01\x00\x05\x02"), answer  # "connection not allowed"
+        [problem] = forwarder.problems
+        assert problem.code == "proxy_auth_refused"
+        assert PASSWORD not in str(problem)
+        assert f"socks5://127.0.0.1:{upstream.port}" in problem.message
+
+
+async def test_an_unreachable_socks_upstream_gives_a_general_failure_and_a_problem() -> None:
+    with closed_port() as port:
+        async with socks_forwarding(f"socks5://u:{PASSWORD}@127.0.0.1:{port}") as (forwarder, url):
+            given = urlsplit(url)
+            answer = await socks_ask(url, given.username or "", given.password or "", _ipv4(1))
+    assert answer.startswith(b"\x05\x02\x01\x00\x05\x01"), answer
+    assert [p.code for p in forwarder.problems] == ["proxy_unreachable"]
+
+
+async def test_a_socks5_bind_or_udp_request_is_refused() -> None:
+    """Only CONNECT is passed on: BIND and UDP ASSOCIATE would open the host's proxy in other ways."""
+    async with fake_socks(password=PASSWORD) as upstream, socks_forwarding(upstream.url) as (_, url):
+        given = urlsplit(url)
+        async with await anyio.connect_tcp("127.0.0.1", given.port or 0) as stream:
+            u, p = (given.username or "").encode(), (given.password or "").encode()
+            await stream.send(b"\x05\x01\x02")
+            with anyio.fail_after(HANG_GUARD_S):
+                assert await stream.receive() == b"\x05\x02"
+                await stream.send(bytes([1, len(u)]) + u + bytes([len(p)]) + p)
+                assert await stream.receive() == b"\x01\x00"
+                await stream.send(b"\x05\x03\x00" + _ipv4(1))  # UDP ASSOCIATE
+                assert (await stream.receive())[:2] == b"\x05\x07"
+        assert upstream.asked == []
+
+
+# 2. a key re-cased or wrapped onto lines
+
+
+def _fold(text: str, width: int, newline: str = "\n") -> str:
+    return newline.join(text[i : i + width] for i in range(0, len(text), width))
+
+
+_LOOSE = {
+    "mixed case": "".join(c.upper() if i % 2 else c.lower() for i, c in enumerate(KEY)),
+    "fold -w10": _fold(KEY, 10),
+    "fold -w1": _fold(KEY, 1),
+    "wrapped with CRLF": _fold(KEY, 16, "\r\n"),
+    "xxd -p": _fold(("x=" + KEY).encode().hex(), 60),
+    "xxd -p | tr a-f A-F": _fold(("x=" + KEY).encode().hex().upper(), 60),
+    "mixed case, wrapped": _fold(KEY.swapcase(), 7),
+}
+
+
+@pytest.mark.parametrize("form", list(_LOOSE))
+def test_a_re_cased_or_wrapped_key_is_replaced(form: str) -> None:
+    """SUCCEEDED before: each was printed as it was (the printed forms were upper, lower, whole hex)."""
+    text = f"output:\n{_LOOSE[form]}\nend\n"
+    shown = redactor({"GEMINI_API_KEY": KEY})(text)
+    assert REDACTED in shown, shown
+    assert shown.startswith("output:\n")
+    assert shown.endswith("end\n")
+    bare = shown.replace("\r", "").replace("\n", "").lower()
+    assert KEY.lower()[5:30] not in bare
+    assert KEY.encode().hex()[10:60] not in bare
+
+
+@pytest.mark.parametrize("form", ["mixed case", "fold -w10", "xxd -p"])
+async def test_a_re_cased_or_wrapped_key_does_not_reach_the_events(monkeypatch: pytest.MonkeyPatch, form: str) -> None:
+    """SUCCEEDED before: a text delta (a model echoing a tool's output) carried it to the caller."""
+    [shown] = await _streamed(monkeypatch, [f"here:\n{_LOOSE[form]}\n"], KEY)
+    assert REDACTED in shown
+    assert shown.startswith("here:\n")
+
+
+def test_ordinary_wrapped_text_and_a_short_secret_across_lines_are_left_alone() -> None:
+    """Pin: only a secret of `ANYWHERE_LENGTH` or more is looked for across lines (a short one, `pass\\nword123`,
+    could be two ordinary lines), and a text holding none is returned as it was."""
+    clean = redactor({"DB_PASSWORD": "password123", "GEMINI_API_KEY": KEY})
+    text = "password\n123 is two lines\n" + _fold("ordinary text that is wrapped onto several lines", 9)
+    assert clean(text) is text
+    assert not clean.found_in(text)
+
+
+def test_a_replaced_form_spanning_lines_keeps_what_surrounds_it() -> None:
+    """The replacement stands where the form's characters stood; a key twice, once wrapped, is replaced twice."""
+    clean = redactor({"GEMINI_API_KEY": KEY})
+    assert clean(f"a {KEY} b {_fold(KEY, 13)} c") == f"a {REDACTED} b {REDACTED} c"
