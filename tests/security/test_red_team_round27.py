@@ -17,8 +17,10 @@ every byte percent-encoded, HTML entities, decimal bytes, rot13, base64 of base6
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import anyio
@@ -29,8 +31,10 @@ from tests.harness.closed_port import closed_port
 from tests.harness.fake_proxy import fake_proxy
 from tests.harness.fake_socks import fake_socks
 from tests.security.test_red_team_round18 import _streamed
+from tests.security.test_red_team_round20 import _CAT, _home_with
 from unified._binary.proxy import ProxyForwarder, forwarded_env, upstreams_of
 from unified._redaction import REDACTED, redactor
+from unified.tools import ToolCall, ToolRuntime
 
 pytestmark = [pytest.mark.anyio]
 
@@ -262,3 +266,77 @@ def test_a_replaced_form_spanning_lines_keeps_what_surrounds_it() -> None:
     """The replacement stands where the form's characters stood; a key twice, once wrapped, is replaced twice."""
     clean = redactor({"GEMINI_API_KEY": KEY})
     assert clean(f"a {KEY} b {_fold(KEY, 13)} c") == f"a {REDACTED} b {REDACTED} c"
+
+
+# 3. other tools' stored tokens, read by a model's command
+
+
+_TOKEN_FILES = [
+    (".config/pip/pip.conf", "[global]\nindex-url = https://u:SECRETPASSWORD123@pypi.corp.example/simple\n"),
+    (".pip/pip.conf", "[global]\nextra-index-url = https://u:SECRETPASSWORD123@pypi.corp.example/simple\n"),
+    (".local/share/uv/credentials/credentials.toml", '[[credential]]\npassword = "SECRETPASSWORD123"\n'),
+    (".condarc", "channels:\n  - https://u:SECRETPASSWORD123@conda.corp.example\n"),
+    (".composer/auth.json", '{"github-oauth": {"github.com": "SECRETTOKEN1234567890"}}\n'),
+    (".config/composer/auth.json", '{"http-basic": {"repo": {"password": "SECRETPASSWORD123"}}}\n'),
+    (".nuget/NuGet/NuGet.Config", '<add key="ClearTextPassword" value="SECRETPASSWORD123" />\n'),
+    (".bunfig.toml", '[install.registry]\ntoken = "SECRETTOKEN1234567890"\n'),
+    (".config/containers/auth.json", '{"auths": {"quay.io": {"auth": "dTpTRUNSRVRQQVNTV09SRDEyMw=="}}}\n'),
+    (".config/helm/repositories.yaml", "repositories:\n- name: corp\n  password: SECRETPASSWORD123\n"),
+    (".config/doctl/config.yaml", "access-token: dop_v1_SECRETTOKEN1234567890\n"),
+    (".config/hcloud/cli.toml", '[[contexts]]\ntoken = "SECRETTOKEN1234567890"\n'),
+    (".oci/oci_api_key.pem", "-----BEGIN PRIVATE KEY-----\nSECRET\n-----END PRIVATE KEY-----\n"),
+    (".config/glab-cli/config.yml", "hosts:\n  gitlab.com:\n    token: glpat-SECRETTOKEN1234567890\n"),
+    (".config/github-copilot/hosts.json", '{"github.com": {"oauth_token": "gho_SECRETTOKEN1234567890"}}\n'),
+    (".config/github-copilot/apps.json", '{"github.com:Iv1": {"oauth_token": "ghu_SECRETTOKEN1234567890"}}\n'),
+    (".config/configstore/firebase-tools.json", '{"tokens": {"refresh_token": "1//SECRETTOKEN1234567890"}}\n'),
+    (".wrangler/config/default.toml", 'oauth_token = "SECRETTOKEN1234567890"\n'),
+    (".fly/config.yml", "access_token: fo1_SECRETTOKEN1234567890\n"),
+    (".pulumi/credentials.json", '{"accessTokens": {"https://api.pulumi.com": "pul-SECRETTOKEN1234567890"}}\n'),
+    (".config/netlify/config.json", '{"users": {"1": {"auth": {"token": "SECRETTOKEN1234567890"}}}}\n'),
+    (".config/stripe/config.toml", "[default]\ntest_mode_api_key = 'sk_test_SECRETTOKEN1234567890'\n"),
+    (".circleci/cli.yml", "token: SECRETTOKEN1234567890\n"),
+    (".supabase/access-token", "sbp_SECRETTOKEN1234567890\n"),
+    (".config/ngrok/ngrok.yml", "authtoken: SECRETTOKEN1234567890\n"),
+    (".sentryclirc", "[auth]\ntoken=SECRETTOKEN1234567890\n"),
+    (".gnupg/private-keys-v1.d/0123ABCD.key", "Key: (private-key (rsa (n #00SECRET#)))\n"),
+]
+
+
+@pytest.mark.parametrize(("relative", "content"), _TOKEN_FILES, ids=[r for r, _ in _TOKEN_FILES])
+async def test_a_shell_read_of_another_tools_token_file_is_refused_under_an_allow_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: str, content: str
+) -> None:
+    """SUCCEEDED before: `cat ~/.config/pip/pip.conf` (and the others) ran unasked under an allow rule for `cat`,
+    printing an index URL's password or a CLI's token: none was a credential file."""
+    home, ws = _home_with(tmp_path, monkeypatch, relative, content)
+    async with ToolRuntime(ws, policy=_CAT) as tools:
+        decision = await tools.decide(ToolCall("1", "run_shell_command", {"command": f"cat ~/{relative}"}))
+        assert decision.decision == "deny"
+        assert "credential file" in str(decision.reason)
+        command = f"grep -r SECRET {home / relative}"
+        assert (await tools.decide(ToolCall("2", "run_shell_command", {"command": command}))).decision == "deny"
+
+
+@pytest.mark.parametrize(("relative", "content"), _TOKEN_FILES[:4], ids=[r for r, _ in _TOKEN_FILES[:4]])
+async def test_unified_s_read_file_of_a_hard_link_to_them_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: str, content: str
+) -> None:
+    """SUCCEEDED before: a hard link in the workspace to `~/.config/pip/pip.conf` was read by read_file."""
+    home, ws = _home_with(tmp_path, monkeypatch, relative, content)
+    os.link(home / relative, ws / "notes.txt")
+    async with ToolRuntime(ws) as tools:
+        [outcome] = await tools.run_batch([ToolCall("1", "read_file", {"file_path": "notes.txt"})])
+    assert outcome.is_error
+    assert "SECRET" not in str(outcome.response)
+
+
+async def test_a_pip_conf_in_the_workspace_is_still_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin: the entries are the home's (`under = HOME`): a project's own `pip.conf` or `.sentryclirc` is read as
+    before (its `.condarc` was asked before too: a protected name, whose channels choose what conda installs)."""
+    _, ws = _home_with(tmp_path, monkeypatch, *_TOKEN_FILES[0])
+    (ws / "pip.conf").write_text("[global]\ntimeout = 60\n")
+    (ws / ".sentryclirc").write_text("[defaults]\norg = x\n")
+    async with ToolRuntime(ws, policy=_CAT) as tools:
+        for command in ("cat pip.conf", "cat .sentryclirc"):
+            decision = await tools.decide(ToolCall("1", "run_shell_command", {"command": command}))
+            assert decision.decision == "allow", (command, decision.reason)
