@@ -15,7 +15,7 @@ What counts as a secret value of the environment:
   variable whose name says it holds one (`*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*API_KEY`, ...);
 - the value of any variable shaped like a credential (`AIza...`, `ya29....`, a private key);
 - the value of any variable holding a URL with a password (`postgresql://user:PASSWORD@host/db`),
-  and that password on its own;
+  and that password on its own (percent-decoded too), or with a token for its user (`https://<token>@host`);
 - only if at least `MIN_SECRET_LENGTH` characters long: a shorter "secret" cannot be told apart from
   ordinary text (with `GEMINI_API_KEY=test`, hiding "test" would also mangle "latest").
 
@@ -101,6 +101,10 @@ KEY_SHAPES = re.compile(
 _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:([^@/\s]+)@")
 """A URL carrying a password (`postgresql://user:PASSWORD@host/db`, as UNIFIED_SESSION_STORE_URL may)."""
 
+_URL_TOKEN_USER = re.compile(rf"[A-Za-z][A-Za-z0-9+.\-]*://([^:/@\s]{{{ANYWHERE_LENGTH},}})@")
+"""A URL whose user is a token, without a password (`https://ghp_...@github.com/o/r.git`, `https://<key>@host`): a
+user name this long is none a person types (round 27: given in code, it was no secret of the run)."""
+
 _WORD = re.compile(r"\w")
 _BEFORE = (
     r"(?:(?<!\w)"  # not preceded by a letter, digit or underscore...
@@ -126,8 +130,8 @@ class Redactor:
     long as the shortest."""
     forms_from: int = 0
     forms_pattern: re.Pattern[str] | None = None
-    """The forms as one alternation of literals: one pass over a text (the 29 forms of three keys in 4 KB: 21 us,
-    where a substring test each took 153 us)."""
+    """The forms `loose` does not find, as one alternation of literals: one pass over a text (the 29 forms of three
+    keys in 4 KB: 21 us, where a substring test each took 153 us)."""
     loose: tuple[str, ...] = ()
     """The secrets of `ANYWHERE_LENGTH` or more and their hex forms, lower-cased: looked for in a text lower-cased
     with its line breaks taken out (`_loose_in`), where a key re-cased at random or wrapped onto lines (`fold -w10`,
@@ -420,9 +424,13 @@ def _compiled(values: tuple[str, ...]) -> Redactor:
     )
     if forms:
         values = tuple(sorted({*values, *forms}, key=lambda v: (-len(v), v)))
-    shortest = min((len(f) for f in forms), default=0)
-    alternation = re.compile("|".join(map(re.escape, forms))) if forms else None
-    return Redactor(values, _pattern(values), held, forms, shortest, alternation, _loose_forms(held))
+    loose = _loose_forms(held)
+    # The forms `loose` finds too (upper, lower, hex in either case, a line break after each character) are left out
+    # of the one pass: `found_in` looks for them there (round 27: 11 forms a key in that pass, now 6).
+    searched = [f for f in forms if f.lower().replace("\n", "") not in loose]
+    shortest = min((len(f) for f in searched), default=0)
+    alternation = re.compile("|".join(map(re.escape, searched))) if searched else None
+    return Redactor(values, _pattern(values), held, forms, shortest, alternation, loose)
 
 
 def is_secret(name: str, value: str) -> bool:
@@ -436,20 +444,26 @@ def is_secret(name: str, value: str) -> bool:
         or bool(_SECRET_NAME.search(upper))
         or bool(KEY_SHAPES.search(value))
         or bool(_URL_PASSWORD.search(value))
+        or bool(_URL_TOKEN_USER.search(value))
     )
 
 
 def _url_passwords(text: str) -> list[str]:
-    """The passwords of the URLs in `text` long enough to be secrets (`MIN_SECRET_LENGTH`)."""
-    return [p for p in _URL_PASSWORD.findall(text) if len(p) >= MIN_SECRET_LENGTH]
+    """The passwords of the URLs in `text` long enough to be secrets (`MIN_SECRET_LENGTH`), as written and decoded,
+    and the tokens standing as their user (`_URL_TOKEN_USER`)."""
+    found = [p for p in _URL_PASSWORD.findall(text) if len(p) >= MIN_SECRET_LENGTH] + _URL_TOKEN_USER.findall(text)
+    # as a driver's or client's error may quote it: percent-decoded too (`Hunter2%40x` is `Hunter2@x`)
+    return found + [decoded for p in found if (decoded := unquote_plus(p)) != p]
 
 
 _URL_QUERY_SECRET = re.compile(
-    r"[?&](?:[^=&#\s]*(?:key|token|secret|password|passwd|auth|credential|signature|sig|session)[^=&#\s]*)="
-    r"([^&#\s'\"]+)",
+    r"[?&;#](?:[^=&;#\s]*(?:key|token|secret|pass|pwd|auth|credential|signature|sig|session|jwt|bearer)[^=&;#\s]*"
+    r"|code)="
+    r"([^&;#\s'\"]+)",
     re.IGNORECASE,
 )
-"""A URL's query parameter whose name says it carries a credential (`?api_key=`, `&access_token=`, `?sig=`): its
+"""A URL's query parameter whose name says it carries a credential (`?api_key=`, `&access_token=`, `?sig=`, `?pwd=`,
+`?jwt=`, an OAuth `?code=`; after `;` and in a fragment too, `#access_token=`, as OAuth's implicit flow sends it): its
 value, as written (an HTTP client's error quotes the URL whole: `Client error '401' for url '...?token=...'`)."""
 
 
@@ -565,6 +579,7 @@ def redact_mapping(value: object) -> object:
     if isinstance(value, str):
         value = KEY_SHAPES.sub(REDACTED, value)
         value = _URL_QUERY_SECRET.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED, value)
+        value = _URL_TOKEN_USER.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED + "@", value)
         return _URL_PASSWORD.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED + "@", value)
     return value
 
@@ -612,7 +627,7 @@ def _secrets_of_settings(value: object) -> list[str]:
     for item in dump.values():
         if isinstance(item, str) and "@" in item:
             found += _url_passwords(item)
-        if isinstance(item, str) and "?" in item:
+        if isinstance(item, str) and ("?" in item or "#" in item):
             found += _url_query_secrets(item)
     return found
 

@@ -340,3 +340,75 @@ async def test_a_pip_conf_in_the_workspace_is_still_read(tmp_path: Path, monkeyp
         for command in ("cat pip.conf", "cat .sentryclirc"):
             decision = await tools.decide(ToolCall("1", "run_shell_command", {"command": command}))
             assert decision.decision == "allow", (command, decision.reason)
+
+
+# 4. credentials in URLs given in code: the run's secrets, and what a repr or log shows
+
+TOKEN = "Hunter2-Hunter2-Hunter2x"
+
+_URLS = {
+    "pwd": f"https://mcp.example/sse?pwd={TOKEN}",
+    "pass": f"https://mcp.example/sse?user=u&pass={TOKEN}",
+    "a fragment": f"https://mcp.example/cb#access_token={TOKEN}&x=1",
+    "jwt": f"https://mcp.example/sse?jwt={TOKEN}",
+    "an OAuth code": f"https://mcp.example/cb?state=1&code={TOKEN}",
+    "after a semicolon": f"https://mcp.example/sse?a=1;token={TOKEN}",
+    "a token as the user": f"https://{TOKEN}@mcp.example/sse",
+    "a bearer parameter": f"https://mcp.example/sse?bearer={TOKEN}",
+}
+
+
+@pytest.mark.parametrize("form", list(_URLS))
+def test_a_credential_in_an_mcp_server_url_is_a_secret_of_the_run(form: str) -> None:
+    """SUCCEEDED before: none of these was among the run's secrets (`given_secrets`: only `?...key|token|...=`
+    after `?`/`&`, and `user:password@`), so an error quoting the URL, or a tool printing it, showed the token."""
+    from unified._redaction import given_secrets, redact_mapping
+
+    url = _URLS[form]
+    assert TOKEN in given_secrets({}, [{"url": url}])
+    shown = str(redact_mapping({"url": url}))
+    assert TOKEN not in shown
+    assert "mcp.example" in shown
+    assert TOKEN not in redactor({}, given_secrets({}, [{"url": url}]))(f"Client error '401' for url '{url}'")
+
+
+def test_a_percent_encoded_url_password_is_hidden_decoded_too() -> None:
+    """SUCCEEDED before: only `Hunter2%40...` (as written) was a secret; a driver's error quoting the decoded password
+    (`Hunter2@...`) showed it."""
+    from unified._redaction import secret_values
+
+    found = secret_values({"UNIFIED_SESSION_STORE_URL": "postgresql://u:Hunter2%40Hunter2x@db.example/x"})
+    assert "Hunter2@Hunter2x" in found
+    assert (
+        redactor({"UNIFIED_SESSION_STORE_URL": "postgresql://u:Hunter2%40Hunter2x@db.example/x"})(
+            'password authentication failed: "Hunter2@Hunter2x"'
+        )
+        == f'password authentication failed: "{REDACTED}"'
+    )
+
+
+def test_a_url_with_a_token_for_its_user_in_the_environment_is_a_secret() -> None:
+    """SUCCEEDED before: `GIT_REMOTE=https://<token>@git.example/o/r.git` (no password, no known shape) was no secret
+    of the environment, and its token showed in events."""
+    from unified._redaction import is_secret
+
+    assert is_secret("GIT_REMOTE", f"https://{TOKEN}@git.example/o/r.git")
+    assert TOKEN in redactor({"GIT_REMOTE": f"https://{TOKEN}@git.example/o/r.git"}).values
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://git@github.com/o/r.git",
+        "https://example.com/search?q=passage&country_code=US",
+        "https://docs.example/page#section-2",
+        "ssh://deploy@host.example/srv",
+    ],
+)
+def test_ordinary_urls_hold_no_secret(url: str) -> None:
+    """Pin: a short user, a short or ordinary parameter, a fragment without `=`: nothing hidden."""
+    from unified._redaction import given_secrets, is_secret, redact_mapping
+
+    assert given_secrets({}, [{"url": url}]) == []
+    assert redact_mapping({"url": url}) == {"url": url}
+    assert not is_secret("SOME_URL", url)

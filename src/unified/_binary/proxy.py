@@ -77,8 +77,8 @@ class Upstream:
     port: int
     authorization: str = field(repr=False)
     """`Basic <base64 of user:password>`, as sent in `Proxy-Authorization`."""
-    login: tuple[str, str] = field(default=("", ""), repr=False)
-    """(user, password) as a SOCKS5 proxy is sent them (RFC 1929)."""
+    login: tuple[str, str] = field(default=("", ""), repr=False, compare=False)
+    """(user, password) as a SOCKS5 proxy is sent them (RFC 1929); `authorization` already tells two apart."""
 
     @property
     def socks(self) -> bool:
