@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import anyio
 import pytest
 
+from tests.e2e.claude_code.conftest import claude_setup
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness.closed_port import closed_port
 from tests.harness.fake_proxy import fake_proxy
@@ -35,6 +36,8 @@ from tests.security.test_red_team_round20 import _CAT, _home_with
 from unified._binary.proxy import ProxyForwarder, forwarded_env, upstreams_of
 from unified._redaction import REDACTED, redactor
 from unified.tools import ToolCall, ToolRuntime
+
+__all__ = ["claude_setup"]
 
 pytestmark = [pytest.mark.anyio]
 
@@ -412,3 +415,33 @@ def test_ordinary_urls_hold_no_secret(url: str) -> None:
     assert given_secrets({}, [{"url": url}]) == []
     assert redact_mapping({"url": url}) == {"url": url}
     assert not is_secret("SOME_URL", url)
+
+
+# 5. measured with the real binary
+
+
+@pytest.mark.e2e  # the real claude binary
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_e2e_claude_code_s_bash_reads_no_piece_of_a_socks_proxy_password(
+    claude_setup: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: with `ALL_PROXY=socks5h://user:PASSWORD@...` on the host, the model's `env` and
+    `/proc/$PPID/environ` printed the password (the CLI got the variable whole). Now they print the forwarder's URL,
+    with a credential of its own."""
+    from tests.e2e.claude_code.test_claude_code_secrets import ENV_COMMAND, RUN_KEY, bash, claude_run
+    from tests.e2e.environ_attack import pieces
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    async with fake_socks(password=PASSWORD) as proxy:
+        for name in ("ALL_PROXY", "all_proxy"):
+            monkeypatch.setenv(name, proxy.url)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # FakeAnthropic is reached directly
+        seen = await claude_run(workspace, bash(ENV_COMMAND), {"ANTHROPIC_API_KEY": RUN_KEY})
+    assert len(seen.bodies) >= 2, seen.events
+    sent = seen.bodies[1]  # the request carrying the Bash result
+    assert "--- end" in sent, sent
+    assert "ALL_PROXY=socks5h://unified0:" in sent, sent
+    assert pieces(PASSWORD, sent) == []
+    shown = "\n".join(event.model_dump_json() for event in seen.events)
+    assert pieces(PASSWORD, shown) == []
