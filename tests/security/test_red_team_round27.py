@@ -445,3 +445,60 @@ async def test_e2e_claude_code_s_bash_reads_no_piece_of_a_socks_proxy_password(
     assert pieces(PASSWORD, sent) == []
     shown = "\n".join(event.model_dump_json() for event in seen.events)
     assert pieces(PASSWORD, shown) == []
+
+
+# 6. a proxy URL with credentials the forwarder cannot stand in for
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        f"socks4://user:{PASSWORD}@socks.example:1080",
+        f"socks4a://user:{PASSWORD}@socks.example:1080",
+        f"socks://user:{PASSWORD}@socks.example:1080",
+        f"http://user:{PASSWORD}@proxy.example:31x8",
+        f"ftp://user:{PASSWORD}@proxy.example:21",
+    ],
+)
+def test_a_proxy_url_with_credentials_the_forwarder_cannot_take_is_left_out_saying_so(value: str) -> None:
+    """SUCCEEDED before: such a URL reached the child as it was ("a URL that cannot be read is left alone"), where
+    `env` printed the password. Now it is left out (fail closed), with a problem naming the variable, not the value."""
+    from unified._binary.proxy import unforwardable
+
+    env, problems = unforwardable({"ALL_PROXY": value, "HTTPS_PROXY": "http://plain.example:3128", "PATH": "/bin"})
+    assert env == {"HTTPS_PROXY": "http://plain.example:3128", "PATH": "/bin"}
+    [problem] = problems
+    assert problem.code == "proxy_not_forwarded"
+    assert "ALL_PROXY" in problem.message
+    assert PASSWORD not in str(problem)
+
+
+def test_proxy_urls_the_forwarder_takes_or_that_carry_no_credentials_stay() -> None:
+    """Pin: what `forwarded_env` stands in for, and a URL without userinfo, are no problem of `unforwardable`."""
+    from unified._binary.proxy import unforwardable
+
+    host = {
+        "HTTPS_PROXY": f"http://u:{PASSWORD}@proxy.example:3128",
+        "ALL_PROXY": f"socks5h://u:{PASSWORD}@socks.example",
+        "all_proxy": "socks4://socks.example:1080",
+        "NO_PROXY": "user@host.example",
+    }
+    assert unforwardable(host) == (host, [])
+
+
+def test_the_problem_reaches_the_stderr_tail_of_the_process() -> None:
+    """What the CLI's failure to reach the network carries (`details.stderr_tail`): why its proxy was left out."""
+    from unified._binary.process import AgentSubprocess, StderrTail
+    from unified._binary.proxy import unforwardable
+
+    process = object.__new__(AgentSubprocess)
+    process._tail = StderrTail(4096)
+    process._tail.add(b"fetch failed\n")
+    process._redact = redactor()
+    process._stderr_open = False
+    process._forwarder = None
+    _, process._proxy_problems = unforwardable({"ALL_PROXY": f"socks4://u:{PASSWORD}@socks.example:1080"})
+    tail = process.stderr_tail()
+    assert tail.startswith("fetch failed\nunified: ALL_PROXY carries credentials")
+    assert "(proxy_not_forwarded)" in tail
+    assert PASSWORD not in tail

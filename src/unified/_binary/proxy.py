@@ -14,7 +14,9 @@ environment as it was): the child gets `socks5(h)://<fresh user>:<fresh password
 checks that credential in the SOCKS5 username/password sub-negotiation (RFC 1929), then opens the same negotiation
 with the upstream with the host's credentials and passes the child's CONNECT request and the upstream's answer on
 unchanged (the child still decides whether a name or an address is sent; other commands are refused). A variable
-without userinfo, a SOCKS4 proxy (its user id is no password) and `NO_PROXY` stay as they were.
+without userinfo and `NO_PROXY` stay as they were; one with userinfo the forwarder cannot take (`socks4://`,
+`socks://`, a port that is no number) is left out of the child's environment, with a `proxy_not_forwarded` problem
+(`unforwardable`: fail closed).
 
 - One forwarder per process (`process.AgentSubprocess`), for as long as the process lives: a warm or spare
   process serves runs of later event loops, so the forwarder runs its own loop in a daemon thread (as the
@@ -48,7 +50,7 @@ from anyio.abc import ByteStream
 
 from unified._urls import PROXY_VARIABLES
 
-__all__ = ["Limits", "ProxyForwarder", "ProxyProblem", "Upstream", "forwarded_env", "upstreams_of"]
+__all__ = ["Limits", "ProxyForwarder", "ProxyProblem", "Upstream", "forwarded_env", "unforwardable", "upstreams_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +97,7 @@ class ProxyProblem:
     """What went wrong between the forwarder and an upstream proxy, in words that name no credential."""
 
     code: str
-    """`proxy_unreachable` or `proxy_auth_refused`."""
+    """`proxy_unreachable`, `proxy_auth_refused` or `proxy_not_forwarded`."""
     message: str
     hint: str
 
@@ -125,6 +127,31 @@ def upstreams_of(env: Mapping[str, str]) -> dict[str, Upstream]:
         login = (user, password)
         found[name] = Upstream(parts.scheme, parts.hostname, port or _SCHEMES[parts.scheme], f"Basic {token}", login)
     return found
+
+
+def unforwardable(env: Mapping[str, str]) -> tuple[dict[str, str], list[ProxyProblem]]:
+    """`env` without the proxy variables that carry userinfo the forwarder cannot stand in for (a `socks4://` or
+    `socks://` URL, a port that is no number, a URL that cannot be read), and a `proxy_not_forwarded` problem for
+    each (naming the variable, never its value). Fail closed (round 27): passed on, the child's commands would read
+    the password in its environment; left out, the child reaches the network directly or not at all, and the
+    problem in its stderr tail says what to change."""
+    kept = dict(env)
+    problems: list[ProxyProblem] = []
+    stood_in = upstreams_of(env)
+    for name in PROXY_VARIABLES:
+        value = env.get(name, "")
+        if name in stood_in or "@" not in value.split("://", 1)[-1].split("/", 1)[0]:
+            continue
+        del kept[name]
+        problems.append(
+            ProxyProblem(
+                "proxy_not_forwarded",
+                f"{name} carries credentials in a proxy URL unified cannot stand in for, so the CLI was not given it",
+                "use an http://, https://, socks5:// or socks5h:// URL with a numeric port (percent-encode reserved "
+                "characters of the user and password), or a proxy that needs no credentials",
+            )
+        )
+    return kept, problems
 
 
 def forwarded_env(env: Mapping[str, str], limits: Limits | None = None) -> tuple[dict[str, str], ProxyForwarder | None]:
