@@ -158,12 +158,15 @@ class Redactor:
         return self._plain_in(text) or ("\\u" in text and self._plain_in(_unescaped(text)[0]))
 
     def _loose_in(self, text: str) -> bool:
-        """Whether a `loose` form occurs in `text` lower-cased, its line breaks taken out."""
+        """Whether a `loose` form occurs in `text` lower-cased, its line breaks taken out (written as JSON escapes
+        too: a wrapped key in a JSON string, as `unified sessions show --json` or a cassette writes it)."""
         if len(text) < len(self.loose[-1]):
             return False
         folded = text.lower()
         if "\n" in folded:
             folded = folded.replace("\r", "").replace("\n", "")
+        if "\\" in folded:
+            folded = _JSON_BREAK.sub("", folded)
         return any(map(folded.__contains__, self.loose))
 
     def _plain_in(self, text: str) -> bool:
@@ -190,7 +193,8 @@ class Redactor:
     def _replace_loose(self, text: str, replacement: str) -> str:
         """`text` with each `loose` form replaced where its characters stand in `text` (the line breaks
         inside it go with it)."""
-        starts = [i for i, c in enumerate(text) if c not in "\r\n"]
+        escaped = {i for m in _JSON_BREAK.finditer(text) for i in range(m.start(), m.end())} if "\\" in text else ()
+        starts = [i for i, c in enumerate(text) if c not in "\r\n" and i not in escaped]
         folded = "".join(c if len(low := c.lower()) != 1 else low for c in (text[i] for i in starts))
         spans: list[tuple[int, int]] = []
         for value in self.loose:  # longest first
@@ -339,6 +343,8 @@ class Redactor:
 
 
 _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})")
+_JSON_BREAK = re.compile(r"\\[rn]")
+"""A line break written as a JSON (or C) escape: what `Redactor.loose` takes out of a text as it does `\n`."""
 
 
 def _unescaped(text: str) -> tuple[str, list[int]]:

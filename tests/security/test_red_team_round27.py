@@ -256,6 +256,23 @@ async def test_a_re_cased_or_wrapped_key_does_not_reach_the_events(monkeypatch: 
     assert shown.startswith("here:\n")
 
 
+@pytest.mark.parametrize("form", ["fold -w10", "wrapped with CRLF", "xxd -p", "mixed case, wrapped"])
+def test_a_wrapped_key_in_a_json_string_is_replaced(form: str) -> None:
+    """SUCCEEDED before: in JSON (`unified sessions show --json`, `redact(json.dumps(...))`; a cassette) the line
+    breaks are the two characters `\\n`, and the wrapped key was no form the redactor knew."""
+    import json
+
+    from unified._redaction import redact
+
+    text = json.dumps({"output": f"dump:\n{_LOOSE[form]}\nend"}, indent=2)
+    output = json.loads(redact(text, {"GEMINI_API_KEY": KEY}))["output"]
+    assert output.startswith("dump:\n")
+    assert output.endswith(f"{REDACTED}\nend")  # `xxd -p`'s dump keeps the hex of the `x=` before the key
+    bare = output.replace("\r", "").replace("\n", "").lower()
+    assert KEY.lower()[5:30] not in bare
+    assert KEY.encode().hex()[10:60] not in bare
+
+
 def test_ordinary_wrapped_text_and_a_short_secret_across_lines_are_left_alone() -> None:
     """Pin: only a secret of `ANYWHERE_LENGTH` or more is looked for across lines (a short one, `pass\\nword123`,
     could be two ordinary lines), and a text holding none is returned as it was."""
