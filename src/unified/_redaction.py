@@ -48,6 +48,8 @@ __all__ = [
     "REDACTED",
     "Redactor",
     "is_secret",
+    "is_secret_name",
+    "is_secret_query",
     "key_shapes_hidden",
     "redact",
     "redact_key_shapes",
@@ -462,15 +464,28 @@ def _url_passwords(text: str) -> list[str]:
     return found + [decoded for p in found if (decoded := unquote_plus(p)) != p]
 
 
-_URL_QUERY_SECRET = re.compile(
-    r"[?&;#](?:[^=&;#\s]*(?:key|token|secret|pass|pwd|auth|credential|signature|sig|session|jwt|bearer)[^=&;#\s]*"
-    r"|code)="
-    r"([^&;#\s'\"]+)",
-    re.IGNORECASE,
+_QUERY_SECRET_NAME = (
+    r"[^=&;#\s]*(?:key|token|secret|pass|pwd|auth|credential|signature|sig|session|jwt|bearer)[^=&;#\s]*|code"
 )
+_URL_QUERY_SECRET = re.compile(rf"[?&;#](?:{_QUERY_SECRET_NAME})=([^&;#\s'\"]+)", re.IGNORECASE)
 """A URL's query parameter whose name says it carries a credential (`?api_key=`, `&access_token=`, `?sig=`, `?pwd=`,
 `?jwt=`, an OAuth `?code=`; after `;` and in a fragment too, `#access_token=`, as OAuth's implicit flow sends it): its
 value, as written (an HTTP client's error quotes the URL whole: `Client error '401' for url '...?token=...'`)."""
+
+
+_QUERY_NAME = re.compile(rf"(?:{_QUERY_SECRET_NAME})", re.IGNORECASE)
+
+
+def is_secret_query(name: str) -> bool:
+    """Whether a URL's query parameter named `name` carries a credential (`_URL_QUERY_SECRET`'s names): what a
+    cassette replaces whatever its value (round 27: only `key` and `access_token` were)."""
+    return _QUERY_NAME.fullmatch(name) is not None
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an option, header or variable named `name` holds a secret (`_SECRET_KEY`: `x-api-key`,
+    `X-Auth-Token`, `Cookie`, ...): what a cassette replaces whatever its value."""
+    return _SECRET_KEY.search(name) is not None
 
 
 def _url_query_secrets(text: str) -> list[str]:

@@ -519,3 +519,45 @@ def test_the_problem_reaches_the_stderr_tail_of_the_process() -> None:
     assert tail.startswith("fetch failed\nunified: ALL_PROXY carries credentials")
     assert "(proxy_not_forwarded)" in tail
     assert PASSWORD not in tail
+
+
+# 7. cassettes: a credential named in a header or a query parameter
+
+
+@pytest.mark.parametrize(
+    ("header", "query"),
+    [
+        ("x-api-key", "api_key"),
+        ("X-Auth-Token", "token"),
+        ("api-key", "sig"),
+        ("X-Goog-Api-Key", "pwd"),
+        ("Cookie", "access-token"),
+    ],
+)
+def test_a_cassette_scrubs_a_credential_by_the_name_of_its_header_or_parameter(header: str, query: str) -> None:
+    """SUCCEEDED before (each: the last two by their parameter, their header was scrubbed): a gateway's `x-api-key`
+    header, or a `?api_key=` / `?token=` / `?sig=` parameter, whose value is neither an environment secret nor
+    credential-shaped, was written into the cassette as it was (only five header names and the `key`/`access_token`
+    parameters were scrubbed)."""
+    from vcr.request import Request
+
+    from unified.testing._cassettes import REDACTED as SCRUBBED
+    from unified.testing._cassettes import scrub_request
+
+    value = "gw-9f8e7d6c5b4a39281706"
+    request = Request(
+        "POST", f"https://gw.example/v1/x?alt=sse&{query}={value}", b"{}", {header: value, "Accept": "*/*"}
+    )
+    scrubbed = scrub_request(request)
+    assert value not in scrubbed.uri
+    assert "alt=sse" in scrubbed.uri
+    assert scrubbed.headers[header] == SCRUBBED
+    assert scrubbed.headers["Accept"] == "*/*"
+
+
+def test_the_names_a_cassette_scrubs_are_not_ordinary_ones() -> None:
+    """Pin: `alt`, `page`, `Content-Type`, `X-Request-Id` keep their values."""
+    from unified._redaction import is_secret_name, is_secret_query
+
+    assert [n for n in ("alt", "page", "pageSize", "q", "model") if is_secret_query(n)] == []
+    assert [n for n in ("Content-Type", "X-Request-Id", "User-Agent", "Accept") if is_secret_name(n)] == []
