@@ -561,3 +561,29 @@ def test_the_names_a_cassette_scrubs_are_not_ordinary_ones() -> None:
 
     assert [n for n in ("alt", "page", "pageSize", "q", "model") if is_secret_query(n)] == []
     assert [n for n in ("Content-Type", "X-Request-Id", "User-Agent", "Accept") if is_secret_name(n)] == []
+
+
+# 8. httpx's own log of each request
+
+
+def test_httpx_s_request_log_shows_no_url_password_or_query_key(caplog: pytest.LogCaptureFixture) -> None:
+    """SUCCEEDED before (measured): with INFO on, httpx logged `HTTP Request: GET http://user:PASSWORD@...?api_key=...`
+    whole for a client of unified's (a gateway's base URL given in code). Now its logger scrubs the record."""
+    import logging
+
+    import httpx
+
+    from unified._internal.http import sync_client
+
+    sync_client(5.0).close()  # unified's client puts the filter on httpx's logger
+    url = f"http://user:{PASSWORD}@gateway.example/v1/x?api_key=QueryS3cretValue99&alt=sse"
+    with (
+        caplog.at_level(logging.INFO, logger="httpx"),
+        httpx.Client(transport=httpx.MockTransport(lambda _: httpx.Response(401))) as client,
+    ):
+        client.get(url)
+    [line] = [r.getMessage() for r in caplog.records if r.name == "httpx"]
+    assert line.startswith("HTTP Request: GET http://user:")
+    assert PASSWORD not in line
+    assert "QueryS3cretValue99" not in line
+    assert "alt=sse" in line
