@@ -752,6 +752,9 @@ class SplitGuard:
         self._keep = max((len(v) for v in redactor.values), default=1)
         self._tail = ""
         self._held = ""
+        self._loose = _plain(redactor.loose) if redactor.loose else None
+        """The `loose` forms as secrets to hold back the beginning of, in a text with its line breaks taken out."""
+        self._loose_keep = 2 * len(redactor.loose[0]) + 2 if redactor.loose else 0
 
     def feed(self, piece: str) -> str:
         tail = self._tail
@@ -759,11 +762,32 @@ class SplitGuard:
         hold = self._redactor.partial_suffix(combined, SPLIT_HOLD_MIN)
         # a beginning of a secret already shown (shorter than SPLIT_HOLD_MIN then) holds its rest
         hold = 0 if hold < SPLIT_HOLD_MIN else min(hold, len(combined) - len(tail))
+        if not hold and self._loose is not None and "\n" in combined[-self._loose_keep :]:
+            hold = self._wrapped_hold(combined, len(tail))
         shown_until = len(combined) - hold
         visible = combined[:shown_until]  # all of it, not a copy, when nothing is held
         self._held = combined[shown_until:]
         self._tail = visible[-self._keep :]
         return self._redactor.window(visible, len(tail))
+
+    def _wrapped_hold(self, text: str, shown: int) -> int:
+        """How much of `text`'s end to hold back because, its line breaks taken out and lower-cased, it begins a
+        `loose` form (round 27: `fold -w10` of a key, one line a `tool_progress` piece, showed every line but the
+        last before the last arrived); at most what was not shown before (`shown` characters were)."""
+        assert self._loose is not None
+        start = max(len(text) - self._loose_keep, shown)
+        kept = text[start:].replace("\r", "").replace("\n", "")
+        folded = kept.lower()
+        if len(folded) != len(kept):  # a character whose lower case is longer: left as it is
+            folded = "".join(c if len(low := c.lower()) != 1 else low for c in kept)
+        size = self._loose.partial_suffix(folded, SPLIT_HOLD_MIN)
+        if not size:
+            return 0
+        at = len(text)  # back from the end over `size` characters that are no line break (rare: a hold)
+        while size:
+            at -= 1
+            size -= text[at] not in "\r\n"
+        return len(text) - at
 
     def follow(self, other: SplitGuard) -> None:
         """This stream's next piece comes right after what `other`, another stream, showed last (a

@@ -273,6 +273,34 @@ def test_a_wrapped_key_in_a_json_string_is_replaced(form: str) -> None:
     assert KEY.encode().hex()[10:60] not in bare
 
 
+@pytest.mark.parametrize("form", ["fold -w10", "wrapped with CRLF", "xxd -p", "mixed case, wrapped"])
+def test_a_wrapped_key_streamed_a_line_a_piece_shows_none_of_its_lines(form: str) -> None:
+    """SUCCEEDED before: a command printing the key wrapped (`fold -w10`), one line a `tool_progress` piece, showed
+    each line as it came (no piece held a whole form); only the last piece could be judged. Now a piece whose end,
+    line breaks taken out, begins a `loose` form is held back until the rest shows what it is."""
+    from unified._redaction import SplitGuard
+
+    guard = SplitGuard(redactor({"GEMINI_API_KEY": KEY}))
+    lines = _LOOSE[form].splitlines(keepends=True)
+    shown = "".join([guard.feed("dump:\n"), *(guard.feed(line) for line in lines), guard.feed("\nend\n")])
+    shown += guard.release()
+    assert shown.startswith("dump:\n")
+    assert shown.endswith("\nend\n")
+    bare = shown.replace("\r", "").replace("\n", "").lower()
+    assert REDACTED.lower() in bare
+    assert KEY.lower()[:10] not in bare
+    assert KEY.encode().hex()[4:20] not in bare
+
+
+def test_ordinary_lines_streamed_are_not_held_back() -> None:
+    """Pin: lines that begin no form are shown as they come."""
+    from unified._redaction import SplitGuard
+
+    guard = SplitGuard(redactor({"GEMINI_API_KEY": KEY}))
+    for line in ["line one\n", "AIza is how Google keys begin\n", "ab12\n", "done\n"]:
+        assert guard.feed(line) == line
+
+
 def test_ordinary_wrapped_text_and_a_short_secret_across_lines_are_left_alone() -> None:
     """Pin: only a secret of `ANYWHERE_LENGTH` or more is looked for across lines (a short one, `pass\\nword123`,
     could be two ordinary lines), and a text holding none is returned as it was."""
