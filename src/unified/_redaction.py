@@ -762,7 +762,8 @@ class SplitGuard:
         hold = self._redactor.partial_suffix(combined, SPLIT_HOLD_MIN)
         # a beginning of a secret already shown (shorter than SPLIT_HOLD_MIN then) holds its rest
         hold = 0 if hold < SPLIT_HOLD_MIN else min(hold, len(combined) - len(tail))
-        if not hold and self._loose is not None and "\n" in combined[-self._loose_keep :]:
+        # only a line break not yet shown matters: what was shown is not held back again
+        if not hold and self._loose is not None and ("\n" in piece or "\n" in self._held):
             hold = self._wrapped_hold(combined, len(tail))
         shown_until = len(combined) - hold
         visible = combined[:shown_until]  # all of it, not a copy, when nothing is held
