@@ -147,6 +147,24 @@ async def test_a_socks5_connect_goes_through_the_upstream_with_the_hosts_credent
         assert asked.target.endswith(f":{port}")
 
 
+async def test_bytes_a_socks5_client_sends_with_its_request_go_through_the_tunnel() -> None:
+    """A client that sends its first bytes with its CONNECT request, before the answer, loses none of them."""
+    async with echo() as port, fake_socks(password=PASSWORD) as upstream, socks_forwarding(upstream.url) as (_, url):
+        given = urlsplit(url)
+        u, p = (given.username or "").encode(), (given.password or "").encode()
+        async with await anyio.connect_tcp("127.0.0.1", given.port or 0) as stream:
+            with anyio.fail_after(HANG_GUARD_S):
+                await stream.send(b"\x05\x01\x02")
+                assert await stream.receive() == b"\x05\x02"
+                await stream.send(bytes([1, len(u)]) + u + bytes([len(p)]) + p)
+                assert await stream.receive() == b"\x01\x00"
+                await stream.send(b"\x05\x01\x00" + _ipv4(port) + b"early")
+                answer = b""
+                while not answer.endswith(b"early"):
+                    answer += await stream.receive()
+        assert answer[:2] == b"\x05\x00"
+
+
 async def test_a_socks5_client_without_the_forwarders_credential_is_refused_and_nothing_goes_upstream() -> None:
     """Another local user who finds the port cannot ride the host's credentials: a wrong credential, the host's own,
     or no username/password method at all, is refused before anything reaches the upstream."""

@@ -268,7 +268,7 @@ class ProxyForwarder:
 
     async def _handle(self, client: ByteStream) -> None:
         head, rest = b"", b""
-        socks: tuple[_Route, bytes] | None = None
+        socks: tuple[_Route, bytes, bytes] | None = None
         with anyio.move_on_after(self.limits.head_timeout_s):
             first = await client.receive()
             if first[:1] == _SOCKS5:
@@ -276,7 +276,7 @@ class ProxyForwarder:
             else:
                 head, rest = await _read_head(client, self.limits.head_bytes, first)
         if socks is not None:
-            await self._socks_connect(client, socks[0].upstream, socks[1])
+            await self._socks_connect(client, *socks)
             return
         if not head:
             return  # closed, too slow, or a SOCKS5 client answered
@@ -319,10 +319,11 @@ class ProxyForwarder:
                     return
             await self._relay(client, server, upstream)
 
-    async def _socks_handshake(self, client: _Reader) -> tuple[_Route, bytes] | None:
+    async def _socks_handshake(self, client: _Reader) -> tuple[_Route, bytes, bytes] | None:
         """A SOCKS5 client's greeting, its credential (RFC 1929) and its request, answered as a proxy requiring
-        that credential does: the route it authenticated for and its CONNECT request as sent; None (the client
-        answered) when it offered no username/password method, gave a wrong credential or asked another command."""
+        that credential does: the route it authenticated for, its CONNECT request as sent and what it sent after it
+        (for the tunnel); None (the client answered) when it offered no username/password method, gave a wrong
+        credential or asked another command."""
         _, count = await client.exactly(2)
         if 2 not in await client.exactly(count):
             await client.stream.send(_SOCKS5 + b"\xff")  # no acceptable method
@@ -344,12 +345,14 @@ class ProxyForwarder:
         if request[1] != 1 or kind not in (1, 3, 4):
             await client.stream.send(_socks_reply(7))  # command (or address type) not supported
             return None
-        return route, request
+        return route, request, client.rest()
 
-    async def _socks_connect(self, client: ByteStream, upstream: Upstream, request: bytes) -> None:
+    async def _socks_connect(self, client: ByteStream, route: _Route, request: bytes, early: bytes) -> None:
         """Open the upstream SOCKS5 proxy with the host's credentials, pass it `request`, its answer back to
         `client`, then the bytes both ways. An upstream that cannot be reached or refuses the credentials gives
-        the client a general failure (1) or "not allowed" (2) and a `ProxyProblem`, as the HTTP path does."""
+        the client a general failure (1) or "not allowed" (2) and a `ProxyProblem`, as the HTTP path does. Bytes
+        either side sent early (`early`, the client's after its request; the upstream's after its answer) go on."""
+        upstream = route.upstream
         server = await self._connect(upstream)
         if server is None:
             self._noted(_unreachable(upstream, "cannot be reached"))
@@ -357,8 +360,9 @@ class ProxyForwarder:
             return
         async with server:
             answer = b""
+            reader = _Reader(server)
             with anyio.move_on_after(self.limits.connect_timeout_s):
-                answer = await _socks_open(_Reader(server), upstream, request)
+                answer = await _socks_open(reader, upstream, request)
             if answer == b"refused":
                 self._noted(_refused(upstream))
                 await client.send(_socks_reply(2))
@@ -367,9 +371,11 @@ class ProxyForwarder:
                 self._noted(_unreachable(upstream, "did not answer a SOCKS5 request"))
                 await client.send(_socks_reply(1))
                 return
-            await client.send(answer)
+            await client.send(answer + reader.rest())
             if answer[1] != 0:
                 return
+            if early:
+                await server.send(early)
             await self._relay(client, server, upstream)
 
     def _match(self, credential: bytes) -> _Route | None:
@@ -474,6 +480,11 @@ class _Reader:
         while len(self._data) < size:
             self._data += await self.stream.receive()
         out, self._data = self._data[:size], self._data[size:]
+        return out
+
+    def rest(self) -> bytes:
+        """What was read past the last `exactly` (and is no more this reader's)."""
+        out, self._data = self._data, b""
         return out
 
 
