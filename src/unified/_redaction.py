@@ -15,7 +15,7 @@ What counts as a secret value of the environment:
   variable whose name says it holds one (`*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*API_KEY`, ...);
 - the value of any variable shaped like a credential (`AIza...`, `ya29....`, a private key);
 - the value of any variable holding a URL with a password (`postgresql://user:PASSWORD@host/db`),
-  and that password on its own;
+  and that password on its own (percent-decoded too), or with a token for its user (`https://<token>@host`);
 - only if at least `MIN_SECRET_LENGTH` characters long: a shorter "secret" cannot be told apart from
   ordinary text (with `GEMINI_API_KEY=test`, hiding "test" would also mangle "latest").
 
@@ -48,6 +48,8 @@ __all__ = [
     "REDACTED",
     "Redactor",
     "is_secret",
+    "is_secret_name",
+    "is_secret_query",
     "key_shapes_hidden",
     "redact",
     "redact_key_shapes",
@@ -101,6 +103,10 @@ KEY_SHAPES = re.compile(
 _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:([^@/\s]+)@")
 """A URL carrying a password (`postgresql://user:PASSWORD@host/db`, as UNIFIED_SESSION_STORE_URL may)."""
 
+_URL_TOKEN_USER = re.compile(rf"[A-Za-z][A-Za-z0-9+.\-]*://([^:/@\s]{{{ANYWHERE_LENGTH},}})@")
+"""A URL whose user is a token, without a password (`https://ghp_...@github.com/o/r.git`, `https://<key>@host`): a
+user name this long is none a person types (round 27: given in code, it was no secret of the run)."""
+
 _WORD = re.compile(r"\w")
 _BEFORE = (
     r"(?:(?<!\w)"  # not preceded by a letter, digit or underscore...
@@ -126,8 +132,12 @@ class Redactor:
     long as the shortest."""
     forms_from: int = 0
     forms_pattern: re.Pattern[str] | None = None
-    """The forms as one alternation of literals: one pass over a text (the 29 forms of three keys in 4 KB: 21 us,
-    where a substring test each took 153 us)."""
+    """The forms `loose` does not find, as one alternation of literals: one pass over a text (the 29 forms of three
+    keys in 4 KB: 21 us, where a substring test each took 153 us)."""
+    loose: tuple[str, ...] = ()
+    """The secrets of `ANYWHERE_LENGTH` or more and their hex forms, lower-cased: looked for in a text lower-cased
+    with its line breaks taken out (`_loose_in`), where a key re-cased at random or wrapped onto lines (`fold -w10`,
+    `xxd -p`'s 30 bytes a line, a terminal's wrap) is the key to anyone who reads it (round 27)."""
 
     def __bool__(self) -> bool:
         return bool(self.values)
@@ -137,13 +147,29 @@ class Redactor:
         (`SplitGuard`), where a hex or upper-cased key printed half in one piece and half in the next is
         one form only once both are read (round 18: the guard held back only the plain secret's
         beginning, and each half of a form reached the events)."""
-        return _plain(self.values) if self.forms else self
+        return _plain(self.values, self.loose) if self.forms else self
 
     def found_in(self, text: str) -> bool:
         """Whether any secret occurs in `text`, even inside a word, in a base64 form, or written with
         JSON `\\u` escapes: the cheap test before a replace (one substring search for the usual one
         secret in the usual short text)."""
+        return self._exact_in(text) or (bool(self.loose) and self._loose_in(text))
+
+    def _exact_in(self, text: str) -> bool:
+        """Whether a secret or a form of it occurs in `text` as written, or with its JSON `\\u` escapes decoded."""
         return self._plain_in(text) or ("\\u" in text and self._plain_in(_unescaped(text)[0]))
+
+    def _loose_in(self, text: str) -> bool:
+        """Whether a `loose` form occurs in `text` lower-cased, its line breaks taken out (written as JSON escapes
+        too: a wrapped key in a JSON string, as `unified sessions show --json` or a cassette writes it)."""
+        if len(text) < len(self.loose[-1]):
+            return False
+        folded = text.lower()
+        if "\n" in folded:
+            folded = folded.replace("\r", "").replace("\n", "")
+        if "\\" in folded:
+            folded = _JSON_BREAK.sub("", folded)
+        return any(map(folded.__contains__, self.loose))
 
     def _plain_in(self, text: str) -> bool:
         held = self.held
@@ -157,10 +183,41 @@ class Redactor:
         return self.forms_pattern is not None and self.forms_pattern.search(text) is not None
 
     def __call__(self, text: str, replacement: str = REDACTED) -> str:
-        """`text` with every whole occurrence of a secret replaced (its base64 forms and its JSON
-        `\\u`-escaped forms too: `_compiled`, `_replace_escaped`)."""
+        """`text` with every whole occurrence of a secret replaced (its base64 forms, its JSON
+        `\\u`-escaped forms and its `loose` ones too: `_compiled`, `_replace_escaped`, `_replace_loose`)."""
         if self.pattern is None:
             return text
+        text = self._replace(text, replacement)
+        if self.loose and self._loose_in(text):
+            text = self._replace_loose(text, replacement)
+        return text
+
+    def _replace_loose(self, text: str, replacement: str) -> str:
+        """`text` with each `loose` form replaced where its characters stand in `text` (the line breaks
+        inside it go with it)."""
+        escaped = {i for m in _JSON_BREAK.finditer(text) for i in range(m.start(), m.end())} if "\\" in text else ()
+        starts = [i for i, c in enumerate(text) if c not in "\r\n" and i not in escaped]
+        folded = "".join(c if len(low := c.lower()) != 1 else low for c in (text[i] for i in starts))
+        spans: list[tuple[int, int]] = []
+        for value in self.loose:  # longest first
+            at = folded.find(value)
+            while at >= 0:
+                spans.append((starts[at], starts[at + len(value) - 1] + 1))
+                at = folded.find(value, at + len(value))
+        out: list[str] = []
+        position = 0
+        for begin, end in sorted(spans):
+            if end <= position:
+                continue
+            if begin >= position:  # one that overlaps the one before extends its replacement
+                out += [text[position:begin], replacement]
+            position = end
+        out.append(text[position:])
+        return "".join(out)
+
+    def _replace(self, text: str, replacement: str) -> str:
+        """`text` with the secrets and forms found as written (or `\\u`-escaped) replaced."""
+        assert self.pattern is not None
         if not self._plain_in(text):
             if "\\u" not in text:
                 return text
@@ -171,7 +228,7 @@ class Redactor:
             text = self._replace_escaped(text, replacement)
         for _ in self.values:  # a short secret glued to a long one stands whole once the long one is replaced
             replaced = self.pattern.sub(replacement, text)
-            if replaced == text or not self.found_in(replaced):
+            if replaced == text or not self._exact_in(replaced):
                 return replaced
             text = replaced
         return text
@@ -288,6 +345,8 @@ class Redactor:
 
 
 _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})")
+_JSON_BREAK = re.compile(r"\\[rn]")
+"""A line break written as a JSON (or C) escape: what `Redactor.loose` takes out of a text as it does `\n`."""
 
 
 def _unescaped(text: str) -> tuple[str, list[int]]:
@@ -327,8 +386,12 @@ def _printed_forms(value: str) -> list[str]:
     """The forms one short command prints a known secret in (`tr a-z A-Z`, `rev`, `xxd -p`, `sed 's/./& /g'`,
     `fold -w1`): upper and lower case, reversed, hex (both cases), a space or a line break after every character.
     Each is the secret to anyone who reads it and, at `ANYWHERE_LENGTH` characters or more, like a base64 form,
-    ordinary text never holds it by chance. Not caught: other separators, mixed re-casing, hex broken into lines
-    (`xxd -p` breaks one after 30 bytes) or grouped (`xxd`, `od`), and encodings of encodings."""
+    ordinary text never holds it by chance. Mixed re-casing and line breaks inside the secret or its hex (`fold`,
+    `xxd -p`) are caught too (`Redactor.loose`). Not caught (measured, round 27): other separators (tabs, commas,
+    a color code between characters), hex grouped with offsets (`xxd`, `od -c`), every byte percent-encoded or as an
+    HTML entity, decimal bytes, `rot13`, and encodings of encodings: a command the model chooses can always print a
+    secret it can read in a form no redactor knows; what keeps it safe is that the model's commands cannot read it
+    (the child's environment, `hide_host_environment`)."""
     hexed = value.encode().hex()
     return [value.upper(), value.lower(), value[::-1], hexed, hexed.upper(), " ".join(value), "\n".join(value)]
 
@@ -346,8 +409,15 @@ def _pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _plain(values: tuple[str, ...]) -> Redactor:
-    return Redactor(values, _pattern(values), values)
+def _plain(values: tuple[str, ...], loose: tuple[str, ...] = ()) -> Redactor:
+    return Redactor(values, _pattern(values), values, loose=loose)
+
+
+def _loose_forms(values: tuple[str, ...]) -> tuple[str, ...]:
+    """The `Redactor.loose` forms of `values`: each long one and its hex, lower-cased, longest first."""
+    long = [v for v in values if len(v) >= ANYWHERE_LENGTH]
+    found = {form for v in long for form in (v.lower(), v.encode().hex())}
+    return tuple(sorted(found, key=lambda v: (-len(v), v)))
 
 
 @functools.lru_cache(maxsize=64)
@@ -362,9 +432,13 @@ def _compiled(values: tuple[str, ...]) -> Redactor:
     )
     if forms:
         values = tuple(sorted({*values, *forms}, key=lambda v: (-len(v), v)))
-    shortest = min((len(f) for f in forms), default=0)
-    alternation = re.compile("|".join(map(re.escape, forms))) if forms else None
-    return Redactor(values, _pattern(values), held, forms, shortest, alternation)
+    loose = _loose_forms(held)
+    # The forms `loose` finds too (upper, lower, hex in either case, a line break after each character) are left out
+    # of the one pass: `found_in` looks for them there (round 27: 11 forms a key in that pass, now 6).
+    searched = [f for f in forms if f.lower().replace("\n", "") not in loose]
+    shortest = min((len(f) for f in searched), default=0)
+    alternation = re.compile("|".join(map(re.escape, searched))) if searched else None
+    return Redactor(values, _pattern(values), held, forms, shortest, alternation, loose)
 
 
 def is_secret(name: str, value: str) -> bool:
@@ -378,21 +452,40 @@ def is_secret(name: str, value: str) -> bool:
         or bool(_SECRET_NAME.search(upper))
         or bool(KEY_SHAPES.search(value))
         or bool(_URL_PASSWORD.search(value))
+        or bool(_URL_TOKEN_USER.search(value))
     )
 
 
 def _url_passwords(text: str) -> list[str]:
-    """The passwords of the URLs in `text` long enough to be secrets (`MIN_SECRET_LENGTH`)."""
-    return [p for p in _URL_PASSWORD.findall(text) if len(p) >= MIN_SECRET_LENGTH]
+    """The passwords of the URLs in `text` long enough to be secrets (`MIN_SECRET_LENGTH`), as written and decoded,
+    and the tokens standing as their user (`_URL_TOKEN_USER`)."""
+    found = [p for p in _URL_PASSWORD.findall(text) if len(p) >= MIN_SECRET_LENGTH] + _URL_TOKEN_USER.findall(text)
+    # as a driver's or client's error may quote it: percent-decoded too (`Hunter2%40x` is `Hunter2@x`)
+    return found + [decoded for p in found if (decoded := unquote_plus(p)) != p]
 
 
-_URL_QUERY_SECRET = re.compile(
-    r"[?&](?:[^=&#\s]*(?:key|token|secret|password|passwd|auth|credential|signature|sig|session)[^=&#\s]*)="
-    r"([^&#\s'\"]+)",
-    re.IGNORECASE,
+_QUERY_SECRET_NAME = (
+    r"[^=&;#\s]*(?:key|token|secret|pass|pwd|auth|credential|signature|sig|session|jwt|bearer)[^=&;#\s]*|code"
 )
-"""A URL's query parameter whose name says it carries a credential (`?api_key=`, `&access_token=`, `?sig=`): its
+_URL_QUERY_SECRET = re.compile(rf"[?&;#](?:{_QUERY_SECRET_NAME})=([^&;#\s'\"]+)", re.IGNORECASE)
+"""A URL's query parameter whose name says it carries a credential (`?api_key=`, `&access_token=`, `?sig=`, `?pwd=`,
+`?jwt=`, an OAuth `?code=`; after `;` and in a fragment too, `#access_token=`, as OAuth's implicit flow sends it): its
 value, as written (an HTTP client's error quotes the URL whole: `Client error '401' for url '...?token=...'`)."""
+
+
+_QUERY_NAME = re.compile(rf"(?:{_QUERY_SECRET_NAME})", re.IGNORECASE)
+
+
+def is_secret_query(name: str) -> bool:
+    """Whether a URL's query parameter named `name` carries a credential (`_URL_QUERY_SECRET`'s names): what a
+    cassette replaces whatever its value (round 27: only `key` and `access_token` were)."""
+    return _QUERY_NAME.fullmatch(name) is not None
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an option, header or variable named `name` holds a secret (`_SECRET_KEY`: `x-api-key`,
+    `X-Auth-Token`, `Cookie`, ...): what a cassette replaces whatever its value."""
+    return _SECRET_KEY.search(name) is not None
 
 
 def _url_query_secrets(text: str) -> list[str]:
@@ -507,6 +600,7 @@ def redact_mapping(value: object) -> object:
     if isinstance(value, str):
         value = KEY_SHAPES.sub(REDACTED, value)
         value = _URL_QUERY_SECRET.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED, value)
+        value = _URL_TOKEN_USER.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED + "@", value)
         return _URL_PASSWORD.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED + "@", value)
     return value
 
@@ -554,7 +648,7 @@ def _secrets_of_settings(value: object) -> list[str]:
     for item in dump.values():
         if isinstance(item, str) and "@" in item:
             found += _url_passwords(item)
-        if isinstance(item, str) and "?" in item:
+        if isinstance(item, str) and ("?" in item or "#" in item):
             found += _url_query_secrets(item)
     return found
 
@@ -658,6 +752,9 @@ class SplitGuard:
         self._keep = max((len(v) for v in redactor.values), default=1)
         self._tail = ""
         self._held = ""
+        self._loose = _plain(redactor.loose) if redactor.loose else None
+        """The `loose` forms as secrets to hold back the beginning of, in a text with its line breaks taken out."""
+        self._loose_keep = 2 * len(redactor.loose[0]) + 2 if redactor.loose else 0
 
     def feed(self, piece: str) -> str:
         tail = self._tail
@@ -665,11 +762,33 @@ class SplitGuard:
         hold = self._redactor.partial_suffix(combined, SPLIT_HOLD_MIN)
         # a beginning of a secret already shown (shorter than SPLIT_HOLD_MIN then) holds its rest
         hold = 0 if hold < SPLIT_HOLD_MIN else min(hold, len(combined) - len(tail))
+        # only a line break not yet shown matters: what was shown is not held back again
+        if not hold and self._loose is not None and ("\n" in piece or "\n" in self._held):
+            hold = self._wrapped_hold(combined, len(tail))
         shown_until = len(combined) - hold
         visible = combined[:shown_until]  # all of it, not a copy, when nothing is held
         self._held = combined[shown_until:]
         self._tail = visible[-self._keep :]
         return self._redactor.window(visible, len(tail))
+
+    def _wrapped_hold(self, text: str, shown: int) -> int:
+        """How much of `text`'s end to hold back because, its line breaks taken out and lower-cased, it begins a
+        `loose` form (round 27: `fold -w10` of a key, one line a `tool_progress` piece, showed every line but the
+        last before the last arrived); at most what was not shown before (`shown` characters were)."""
+        assert self._loose is not None
+        start = max(len(text) - self._loose_keep, shown)
+        kept = text[start:].replace("\r", "").replace("\n", "")
+        folded = kept.lower()
+        if len(folded) != len(kept):  # a character whose lower case is longer: left as it is
+            folded = "".join(c if len(low := c.lower()) != 1 else low for c in kept)
+        size = self._loose.partial_suffix(folded, SPLIT_HOLD_MIN)
+        if not size:
+            return 0
+        at = len(text)  # back from the end over `size` characters that are no line break (rare: a hold)
+        while size:
+            at -= 1
+            size -= text[at] not in "\r\n"
+        return len(text) - at
 
     def follow(self, other: SplitGuard) -> None:
         """This stream's next piece comes right after what `other`, another stream, showed last (a

@@ -28,7 +28,11 @@ def hide_host_environment() -> bool:
     profiler of the same user cannot attach to it (`gdb -p`, `py-spy`, `strace -p`) and `/proc/<pid>/{environ,fd,
     maps,mem}` of it are root's to read (the process itself still lists `/proc/self/fd`). Opt out with
     `hide_host_environment=False` (`ToolRuntime`, each backend's options; docs/tools.md). Its children are not
-    affected: each program started is dumpable again once it runs (`execve`), the agent binaries included."""
+    affected: each program started is dumpable again once it runs (`execve`), the agent binaries included.
+
+    The kernel checks access when `/proc/<pid>/environ` is opened, not when it is read: a descriptor opened while
+    this process was still dumpable stays readable (measured, round 27), which is why every caller makes this call
+    before it starts anything a model steers. Root (CAP_SYS_PTRACE) reads it anyway; macOS has no such flag."""
     global _host_hidden
     if not _host_hidden and sys.platform == "linux":
         import ctypes

@@ -87,7 +87,7 @@ def test_only_variables_with_credentials_are_stood_in_for() -> None:
         "HTTPS_PROXY": f"http://user:{PASSWORD}@proxy.example:3128",
         "http_proxy": f"http://user:{PASSWORD}@proxy.example:3128",
         "ALL_PROXY": "http://plain.example:8080",
-        "all_proxy": f"socks5://user:{PASSWORD}@socks.example:1080",
+        "all_proxy": f"socks4://user:{PASSWORD}@socks.example:1080",  # a user id, no password (round 27)
         "NO_PROXY": "localhost,127.0.0.1",
         "PATH": "/usr/bin",
     }

@@ -19,7 +19,7 @@ import anyio
 import anyio.abc
 from anyio.abc import ByteStream
 
-__all__ = ["Asked", "FakeProxy", "fake_proxy"]
+__all__ = ["Asked", "FakeProxy", "fake_proxy", "relay"]
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class FakeProxy:
                 host, _, port = target.rpartition(":")
                 async with await anyio.connect_tcp(host, int(port)) as server:
                     await client.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                    await _relay(client, server, rest)
+                    await relay(client, server, rest)
                 return
             url = urlsplit(target)
             path = url.path or "/"
@@ -89,10 +89,11 @@ class FakeProxy:
             )
             async with await anyio.connect_tcp(url.hostname or "", url.port or 80) as server:
                 await server.send(request.encode("latin-1") + b"\r\n\r\n" + rest)
-                await _relay(client, server, b"")
+                await relay(client, server, b"")
 
 
-async def _relay(client: ByteStream, server: ByteStream, early: bytes) -> None:
+async def relay(client: ByteStream, server: ByteStream, early: bytes) -> None:
+    """Pass bytes both ways (`early`, already read from the client, first) until either side closes."""
     if early:
         await server.send(early)
 

@@ -341,6 +341,7 @@ def _stderr_tail_of(stderr: bytes, limit: int) -> str:
     process._redact = redactor()  # the child's environment is the process environment here
     process._stderr_open = False  # all of it read already
     process._forwarder = None  # no proxy forwarder: the child was given no proxy password
+    process._proxy_problems = []
     return process.stderr_tail()
 
 

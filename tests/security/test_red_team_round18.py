@@ -246,13 +246,13 @@ _FORMS = {
 }
 
 
-async def _streamed(monkeypatch: pytest.MonkeyPatch, pieces: list[str]) -> list[str]:
+async def _streamed(monkeypatch: pytest.MonkeyPatch, pieces: list[str], key: str = KEY) -> list[str]:
     from unified import ExecuteParams
     from unified._execute import EventStream
     from unified.events import SessionStarted, TextDelta
     from unified.testing import ScriptedBackend
 
-    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    monkeypatch.setenv("GEMINI_API_KEY", key)
     started = SessionStarted(backend="scripted", session_id="s1", short_id="s1", cwd="/tmp")
     backend = ScriptedBackend([started, *(TextDelta(text=piece) for piece in pieces)])
     async with EventStream(ExecuteParams(prompt="p", backend="scripted"), backend=backend) as stream:

@@ -65,7 +65,7 @@ import anyio
 from unified._binary.framing import LineFramer
 from unified._binary.loops import PerLoopLock
 from unified._binary.proctable import Process, descendants, is_still, still_running, stopped
-from unified._binary.proxy import forwarded_env
+from unified._binary.proxy import forwarded_env, unforwardable
 from unified._binary.strays import MARKER, end_all, find_marked, find_marked_now
 from unified._pgroup import ProcessGroup, pidfd, signal_verified
 from unified._redaction import REDACTED, SPLIT_HOLD_MIN, Redactor, redactor
@@ -223,6 +223,7 @@ class AgentSubprocess(AgentProcess):
         if MARKER not in child_env:
             self._marker = child_env[MARKER] = secrets.token_hex(8)
         read_fd: int | None = None
+        child_env, self._proxy_problems = unforwardable(child_env)
         child_env, self._forwarder = forwarded_env(child_env)
         try:
             if piped is not None:
@@ -354,10 +355,12 @@ class AgentSubprocess(AgentProcess):
 
     def stderr_tail(self) -> str:
         """The child's stderr (redacted), then what its proxy forwarder met (an upstream unreachable or refusing the
-        host's credentials: the CLI itself says only that its request failed)."""
+        host's credentials: the CLI itself says only that its request failed) and the proxy variables left out of its
+        environment (`proxy.unforwardable`)."""
         self._drain_stderr()
         tail = self._tail.text(self._redact)
-        if self._forwarder is not None and (problems := self._forwarder.problems):
+        problems = [*self._proxy_problems, *(self._forwarder.problems if self._forwarder is not None else ())]
+        if problems:
             seen = dict.fromkeys(self._redact(f"unified: {p.message} ({p.code}): {p.hint}") for p in problems)
             tail = "\n".join([tail.rstrip("\n"), *seen]).lstrip("\n")
         return tail

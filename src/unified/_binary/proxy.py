@@ -8,8 +8,15 @@ carries userinfo, the child gets instead the URL of a forwarder on 127.0.0.1 (a 
 user and password of its own (`ProxyForwarder.start`), worthless outside the process's life: another local user
 cannot ride the upstream credentials through the port. The forwarder checks that credential (407 otherwise) and
 passes CONNECT tunnels and plain absolute-URI requests on to the upstream proxy with the host's credentials in
-`Proxy-Authorization` (the child's own header is dropped). A variable without userinfo, or naming a proxy that is
-not http(s) (`socks5://`), stays as it was; `NO_PROXY` too.
+`Proxy-Authorization` (the child's own header is dropped). A `socks5://` or `socks5h://` proxy with userinfo is
+stood in for the same way on the same port (round 27: `ALL_PROXY=socks5://user:PASSWORD@host` reached the child's
+environment as it was): the child gets `socks5(h)://<fresh user>:<fresh password>@127.0.0.1:<port>`, the forwarder
+checks that credential in the SOCKS5 username/password sub-negotiation (RFC 1929), then opens the same negotiation
+with the upstream with the host's credentials and passes the child's CONNECT request and the upstream's answer on
+unchanged (the child still decides whether a name or an address is sent; other commands are refused). A variable
+without userinfo and `NO_PROXY` stay as they were; one with userinfo the forwarder cannot take (`socks4://`,
+`socks://`, a port that is no number) is left out of the child's environment, with a `proxy_not_forwarded` problem
+(`unforwardable`: fail closed).
 
 - One forwarder per process (`process.AgentSubprocess`), for as long as the process lives: a warm or spare
   process serves runs of later event loops, so the forwarder runs its own loop in a daemon thread (as the
@@ -43,7 +50,7 @@ from anyio.abc import ByteStream
 
 from unified._urls import PROXY_VARIABLES
 
-__all__ = ["Limits", "ProxyForwarder", "ProxyProblem", "Upstream", "forwarded_env", "upstreams_of"]
+__all__ = ["Limits", "ProxyForwarder", "ProxyProblem", "Upstream", "forwarded_env", "unforwardable", "upstreams_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +79,12 @@ class Upstream:
     port: int
     authorization: str = field(repr=False)
     """`Basic <base64 of user:password>`, as sent in `Proxy-Authorization`."""
+    login: tuple[str, str] = field(default=("", ""), repr=False, compare=False)
+    """(user, password) as a SOCKS5 proxy is sent them (RFC 1929); `authorization` already tells two apart."""
+
+    @property
+    def socks(self) -> bool:
+        return self.scheme.startswith("socks5")
 
     @property
     def where(self) -> str:
@@ -84,14 +97,18 @@ class ProxyProblem:
     """What went wrong between the forwarder and an upstream proxy, in words that name no credential."""
 
     code: str
-    """`proxy_unreachable` or `proxy_auth_refused`."""
+    """`proxy_unreachable`, `proxy_auth_refused` or `proxy_not_forwarded`."""
     message: str
     hint: str
 
 
+_SCHEMES = {"http": 80, "https": 443, "socks5": 1080, "socks5h": 1080}
+"""The proxies stood in for, with their default ports."""
+
+
 def upstreams_of(env: Mapping[str, str]) -> dict[str, Upstream]:
-    """The proxy variables of `env` whose http(s) URL carries userinfo, by name. A value without a scheme is read
-    as http (as curl and Node's clients do); a URL that cannot be read is left alone."""
+    """The proxy variables of `env` whose http(s) or socks5(h) URL carries userinfo, by name. A value without a
+    scheme is read as http (as curl and Node's clients do); a URL that cannot be read is left alone."""
     found: dict[str, Upstream] = {}
     for name in PROXY_VARIABLES:
         value = env.get(name, "").strip()
@@ -102,14 +119,39 @@ def upstreams_of(env: Mapping[str, str]) -> dict[str, Upstream]:
             port = parts.port
         except ValueError:
             continue
-        if parts.scheme not in ("http", "https") or not parts.hostname or "@" not in parts.netloc:
+        if parts.scheme not in _SCHEMES or not parts.hostname or "@" not in parts.netloc:
             continue
         user = unquote(parts.username or "")
         password = unquote(parts.password or "")
         token = base64.b64encode(f"{user}:{password}".encode()).decode()
-        default = 443 if parts.scheme == "https" else 80
-        found[name] = Upstream(parts.scheme, parts.hostname, port or default, f"Basic {token}")
+        login = (user, password)
+        found[name] = Upstream(parts.scheme, parts.hostname, port or _SCHEMES[parts.scheme], f"Basic {token}", login)
     return found
+
+
+def unforwardable(env: Mapping[str, str]) -> tuple[dict[str, str], list[ProxyProblem]]:
+    """`env` without the proxy variables that carry userinfo the forwarder cannot stand in for (a `socks4://` or
+    `socks://` URL, a port that is no number, a URL that cannot be read), and a `proxy_not_forwarded` problem for
+    each (naming the variable, never its value). Fail closed (round 27): passed on, the child's commands would read
+    the password in its environment; left out, the child reaches the network directly or not at all, and the
+    problem in its stderr tail says what to change."""
+    kept = dict(env)
+    problems: list[ProxyProblem] = []
+    stood_in = upstreams_of(env)
+    for name in PROXY_VARIABLES:
+        value = env.get(name, "")
+        if name in stood_in or "@" not in value.split("://", 1)[-1].split("/", 1)[0]:
+            continue
+        del kept[name]
+        problems.append(
+            ProxyProblem(
+                "proxy_not_forwarded",
+                f"{name} carries credentials in a proxy URL unified cannot stand in for, so the CLI was not given it",
+                "use an http://, https://, socks5:// or socks5h:// URL with a numeric port (percent-encode reserved "
+                "characters of the user and password), or a proxy that needs no credentials",
+            )
+        )
+    return kept, problems
 
 
 def forwarded_env(env: Mapping[str, str], limits: Limits | None = None) -> tuple[dict[str, str], ProxyForwarder | None]:
@@ -162,7 +204,11 @@ class ProxyForwarder:
         self._ready.wait()
         if self._failure is not None:
             raise self._failure
-        return {route.upstream: f"http://{route.credential.decode()}@127.0.0.1:{self.port}" for route in self._routes}
+        return {
+            route.upstream: f"{route.upstream.scheme if route.upstream.socks else 'http'}://"
+            f"{route.credential.decode()}@127.0.0.1:{self.port}"
+            for route in self._routes
+        }
 
     def stop(self) -> None:
         """Stop listening and close every connection (idempotent; any thread, any loop, or none). Returns once the
@@ -222,10 +268,18 @@ class ProxyForwarder:
 
     async def _handle(self, client: ByteStream) -> None:
         head, rest = b"", b""
+        socks: tuple[_Route, bytes, bytes] | None = None
         with anyio.move_on_after(self.limits.head_timeout_s):
-            head, rest = await _read_head(client, self.limits.head_bytes)
+            first = await client.receive()
+            if first[:1] == _SOCKS5:
+                socks = await self._socks_handshake(_Reader(client, first))
+            else:
+                head, rest = await _read_head(client, self.limits.head_bytes, first)
+        if socks is not None:
+            await self._socks_connect(client, *socks)
+            return
         if not head:
-            return  # closed, or too slow
+            return  # closed, too slow, or a SOCKS5 client answered
         if len(head) > self.limits.head_bytes:
             await _answer(client, 431, "the request head is larger than the forwarder takes")
             return
@@ -265,6 +319,73 @@ class ProxyForwarder:
                     return
             await self._relay(client, server, upstream)
 
+    async def _socks_handshake(self, client: _Reader) -> tuple[_Route, bytes, bytes] | None:
+        """A SOCKS5 client's greeting, its credential (RFC 1929) and its request, answered as a proxy requiring
+        that credential does: the route it authenticated for, its CONNECT request as sent and what it sent after it
+        (for the tunnel); None (the client answered) when it offered no username/password method, gave a wrong
+        credential or asked another command."""
+        _, count = await client.exactly(2)
+        if 2 not in await client.exactly(count):
+            await client.stream.send(_SOCKS5 + b"\xff")  # no acceptable method
+            return None
+        await client.stream.send(_SOCKS5 + b"\x02")
+        _, size = await client.exactly(2)
+        user = await client.exactly(size)
+        password = await client.exactly((await client.exactly(1))[0])
+        route = self._match(user + b":" + password)
+        if route is None or not route.upstream.socks:
+            await client.stream.send(b"\x01\x01")
+            return None
+        await client.stream.send(b"\x01\x00")
+        request = await client.exactly(4)
+        kind = request[3]
+        if kind == 3:
+            request += await client.exactly(1)
+        request += await client.exactly({1: 4, 3: request[-1], 4: 16}.get(kind, 0) + 2)
+        if request[1] != 1 or kind not in (1, 3, 4):
+            await client.stream.send(_socks_reply(7))  # command (or address type) not supported
+            return None
+        return route, request, client.rest()
+
+    async def _socks_connect(self, client: ByteStream, route: _Route, request: bytes, early: bytes) -> None:
+        """Open the upstream SOCKS5 proxy with the host's credentials, pass it `request`, its answer back to
+        `client`, then the bytes both ways. An upstream that cannot be reached or refuses the credentials gives
+        the client a general failure (1) or "not allowed" (2) and a `ProxyProblem`, as the HTTP path does. Bytes
+        either side sent early (`early`, the client's after its request; the upstream's after its answer) go on."""
+        upstream = route.upstream
+        server = await self._connect(upstream)
+        if server is None:
+            self._noted(_unreachable(upstream, "cannot be reached"))
+            await client.send(_socks_reply(1))
+            return
+        async with server:
+            answer = b""
+            reader = _Reader(server)
+            with anyio.move_on_after(self.limits.connect_timeout_s):
+                answer = await _socks_open(reader, upstream, request)
+            if answer == b"refused":
+                self._noted(_refused(upstream))
+                await client.send(_socks_reply(2))
+                return
+            if not answer:
+                self._noted(_unreachable(upstream, "did not answer a SOCKS5 request"))
+                await client.send(_socks_reply(1))
+                return
+            await client.send(answer + reader.rest())
+            if answer[1] != 0:
+                return
+            if early:
+                await server.send(early)
+            await self._relay(client, server, upstream)
+
+    def _match(self, credential: bytes) -> _Route | None:
+        """The route whose credential is `credential`, compared in constant time."""
+        found = None
+        for route in self._routes:
+            if hmac.compare_digest(route.credential, credential):
+                found = route
+        return found
+
     def _route(self, headers: list[tuple[str, str]]) -> _Route | None:
         """The route whose credential the client sent in `Proxy-Authorization`, compared in constant time."""
         given = next((value for name, value in headers if name.lower() == "proxy-authorization"), "")
@@ -275,17 +396,14 @@ class ProxyForwarder:
             credential = base64.b64decode(token.strip(), validate=True)
         except (binascii.Error, ValueError):
             return None
-        found = None
-        for route in self._routes:
-            if hmac.compare_digest(route.credential, credential):
-                found = route
-        return found
+        route = self._match(credential)
+        return route if route is None or not route.upstream.socks else None
 
     async def _connect(self, upstream: Upstream) -> ByteStream | None:
         stream: ByteStream | None = None
         with anyio.move_on_after(self.limits.connect_timeout_s):
             try:
-                if upstream.scheme == "https":
+                if upstream.scheme == "https":  # a SOCKS5 proxy is reached over plain TCP, like http
                     stream = await anyio.connect_tcp(
                         upstream.host, upstream.port, tls=True, ssl_context=ssl.create_default_context()
                     )
@@ -311,7 +429,7 @@ class ProxyForwarder:
                 while True:
                     chunk = await source.receive()
                     last[0] = time.monotonic()
-                    if first and _status(chunk) == 407:  # ours in its place, saying what to check
+                    if first and not upstream.socks and _status(chunk) == 407:  # ours, saying what to check
                         await _answer(sink, 407, self._noted(_refused(upstream)))
                         break
                     first = False
@@ -347,10 +465,61 @@ def _refused(upstream: Upstream) -> ProxyProblem:
     )
 
 
-async def _read_head(stream: ByteStream, limit: int) -> tuple[bytes, bytes]:
-    """(the head up to its blank line, what came after it); b"" for a head when the stream ended first, and more
-    than `limit` bytes when the head is longer."""
-    data = b""
+_SOCKS5 = b"\x05"
+
+
+class _Reader:
+    """Exactly so many bytes at a time from a stream (a SOCKS5 negotiation's fields), after those already read."""
+
+    def __init__(self, stream: ByteStream, data: bytes = b"") -> None:
+        self.stream = stream
+        self._data = data
+
+    async def exactly(self, size: int) -> bytes:
+        """The next `size` bytes; anyio.EndOfStream when the stream ends first."""
+        while len(self._data) < size:
+            self._data += await self.stream.receive()
+        out, self._data = self._data[:size], self._data[size:]
+        return out
+
+    def rest(self) -> bytes:
+        """What was read past the last `exactly` (and is no more this reader's)."""
+        out, self._data = self._data, b""
+        return out
+
+
+def _socks_reply(code: int) -> bytes:
+    """A SOCKS5 answer to a request with `code` (0 succeeded, 1 general failure, 2 not allowed, 7 not supported)."""
+    return bytes([5, code, 0, 1, 0, 0, 0, 0, 0, 0])
+
+
+async def _socks_open(server: _Reader, upstream: Upstream, request: bytes) -> bytes:
+    """Negotiate with an upstream SOCKS5 proxy (username/password, or none when it asks none), send `request`:
+    its answer as it came (its bound address included), b"refused" when it refused the credentials, b"" when it
+    ended first or answered what SOCKS5 is not."""
+    user, password = (part.encode() for part in upstream.login)
+    try:
+        await server.stream.send(_SOCKS5 + b"\x02\x00\x02")
+        version, method = await server.exactly(2)
+        if version != 5 or method not in (0, 2):
+            return b"refused" if method == 0xFF else b""
+        if method == 2:
+            await server.stream.send(bytes([1, len(user)]) + user + bytes([len(password)]) + password)
+            if (await server.exactly(2))[1] != 0:
+                return b"refused"
+        await server.stream.send(request)
+        answer = await server.exactly(4)
+        kind = answer[3]
+        if kind == 3:
+            answer += await server.exactly(1)
+        return answer + await server.exactly({1: 4, 3: answer[-1], 4: 16}.get(kind, 0) + 2)
+    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+        return b""
+
+
+async def _read_head(stream: ByteStream, limit: int, data: bytes = b"") -> tuple[bytes, bytes]:
+    """(the head up to its blank line, what came after it, `data` the beginning already read); b"" for a head when
+    the stream ended first, and more than `limit` bytes when the head is longer."""
     while _END_OF_HEAD not in data:
         if len(data) > limit:
             return data, b""

@@ -9,6 +9,7 @@ It trusts the same roots the SDK would: SSL_CERT_FILE / SSL_CERT_DIR, else certi
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import ssl
 from collections.abc import AsyncIterator, Iterator
@@ -17,6 +18,7 @@ import certifi
 import httpx
 
 from unified import _limits as limits
+from unified._redaction import redact_mapping, redactor
 from unified.errors import BackendError
 
 __all__ = ["CONNECT_TIMEOUT_S", "async_client", "sync_client", "tls_context"]
@@ -52,7 +54,26 @@ async def _cap_connect_async(request: httpx.Request) -> None:
     _cap_connect(request)
 
 
+class _ScrubbedLog(logging.Filter):
+    """httpx logs each request's URL whole at INFO (`HTTP Request: POST https://user:PASSWORD@gateway/...?key=...`),
+    and an HTTPStatusError quotes it too: a host that logs at INFO wrote a gateway's password or a query key into its
+    logs (round 27, measured). The record's text with the secrets of the environment and the run, a URL's password
+    and a query parameter named as a credential replaced, before any handler sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = str(redact_mapping(redactor()(record.getMessage()))), None
+        return True
+
+
+@functools.cache
+def _scrub_httpx_logs() -> None:
+    """Add `_ScrubbedLog` to httpx's logger, once per process (when the first client is built): a record made
+    only when the host enabled INFO for it, so nothing is spent otherwise."""
+    logging.getLogger("httpx").addFilter(_ScrubbedLog())
+
+
 def async_client(timeout_s: float) -> httpx.AsyncClient:
+    _scrub_httpx_logs()
     return httpx.AsyncClient(
         timeout=_timeout(timeout_s),
         verify=tls_context(),
@@ -62,6 +83,7 @@ def async_client(timeout_s: float) -> httpx.AsyncClient:
 
 def sync_client(timeout_s: float) -> httpx.Client:
     """Handed to google-genai beside the async one, so it builds no client (and no TLS context) of its own."""
+    _scrub_httpx_logs()
     return httpx.Client(
         timeout=_timeout(timeout_s),
         verify=tls_context(),

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from unified._exports import publish
-from unified._redaction import redact_key_shapes, redactor
+from unified._redaction import is_secret_name, is_secret_query, redact_key_shapes, redactor
 from unified.testing._yaml import import_extra
 
 if TYPE_CHECKING:
@@ -81,6 +81,9 @@ SECRET_HEADERS = (
 )
 SECRET_RESPONSE_HEADERS = ("set-cookie",)
 SECRET_QUERY = ("key", "access_token")
+"""Named in the cassette's header; any parameter whose name says it carries a credential is scrubbed too
+(`unified._redaction.is_secret_query`: `api_key`, `token`, `sig`, `pwd`, ...), and any header whose name does
+(`is_secret_name`: `x-api-key`, `X-Auth-Token`)."""
 REDACTED = "<redacted>"
 MATCH_ON = ("method", "path", "query", "prompt", "tool_outputs")
 """Not host and port (a recording server's port is random), not the whole body (tool descriptions may
@@ -142,15 +145,16 @@ def recording() -> bool:
 def scrub_request(request: Any) -> Any:
     """vcrpy `before_record_request` hook: redact credentials in headers, the URL and the body."""
     for name in list(request.headers):
-        if name.lower() in SECRET_HEADERS:
+        # by its name too (round 27): `x-api-key`, `X-Auth-Token`, a gateway's `api-key` kept their values
+        if name.lower() in SECRET_HEADERS or is_secret_name(name):
             request.headers[name] = REDACTED
         else:
             request.headers[name] = scrub_text(request.headers[name])
-    if any(key in SECRET_QUERY for key, _ in request.query):
+    if any(key in SECRET_QUERY or is_secret_query(key) for key, _ in request.query):
         from urllib.parse import urlencode, urlsplit, urlunsplit
 
         parts = urlsplit(request.uri)
-        query = urlencode([(k, REDACTED if k in SECRET_QUERY else v) for k, v in request.query])
+        query = urlencode([(k, REDACTED if k in SECRET_QUERY or is_secret_query(k) else v) for k, v in request.query])
         request.uri = urlunsplit(parts._replace(query=query))
     request.uri = scrub_text(request.uri)
     request.body = scrub_body(request.body_bytes)
@@ -187,8 +191,8 @@ class _AnnotatedYaml:
         stamp = datetime.now(UTC).strftime("%Y-%m-%d")
         header = (
             f"# Recorded {stamp} against {self.source}.\n"
-            f"# Secrets scrubbed ({', '.join(SECRET_HEADERS)}, query {', '.join(SECRET_QUERY)}, "
-            "secret values and credential-shaped strings in URLs and bodies).\n"
+            f"# Secrets scrubbed ({', '.join(SECRET_HEADERS)}, query {', '.join(SECRET_QUERY)}, any header or query "
+            "parameter named as a credential, secret values and credential-shaped strings in URLs and bodies).\n"
             f"# Re-record with {RECORD_ENV}=1.\n"
         )
         return header + str(yamlserializer.serialize(cassette_dict))
