@@ -279,17 +279,21 @@ def test_a_kill_returns_once_what_it_killed_has_ended(kill: str) -> None:
     gone; each kill took that for the end and returned with it still running (the one in 100 and in 60 the two
     tests above lost in full runs of the suite). Each kill returns once what it killed has ended: a zombie."""
     marker = f"heavy-{kill}"
-    process = subprocess.Popen(
-        [sys.executable, "-c", HEAVY],
-        stdout=subprocess.PIPE,
-        start_new_session=True,
-        env={**os.environ, OWNER_VARIABLE: marker},
-    )
+    with _ready(HEAVY, marker) as process:
+        kill_owned_group(process.pid, marker) if kill == "kill_owned_group" else kill_marked(marker)
+        assert process.poll() == -signal.SIGKILL
+
+
+@contextlib.contextmanager
+def _ready(script: str, marker: str | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A Python process running `script` (in a session of its own, carrying `marker` when one is given), once it has
+    printed `ready`; killed and reaped at the end, whatever the test did to it."""
+    marked = {"start_new_session": True, "env": {**os.environ, OWNER_VARIABLE: marker}} if marker else {}
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, **marked)  # type: ignore[call-overload]
     try:
         assert process.stdout is not None
         assert process.stdout.readline() == b"ready\n"
-        kill_owned_group(process.pid, marker) if kill == "kill_owned_group" else kill_marked(marker)
-        assert process.poll() == -signal.SIGKILL
+        yield process
     finally:
         process.kill()
         process.wait()
@@ -352,22 +356,9 @@ def test_a_process_whose_main_thread_has_ended_is_killed(kill: str) -> None:
     thread's environment cannot be read (ESRCH): both kills skipped it as ended and left it running. Each kill
     reads it through a thread that runs on, and kills it."""
     marker = f"headless-{kill}"
-    process = subprocess.Popen(
-        [sys.executable, "-c", HEADLESS],
-        stdout=subprocess.PIPE,
-        start_new_session=True,
-        env={**os.environ, OWNER_VARIABLE: marker},
-    )
-    try:
-        assert process.stdout is not None
-        assert process.stdout.readline() == b"ready\n"
+    with _ready(HEADLESS, marker) as process:
         kill_owned_group(process.pid, marker) if kill == "kill_owned_group" else kill_marked(marker)
         assert process.poll() == -signal.SIGKILL
-    finally:
-        process.kill()
-        process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
 
 
 @pytest.mark.skipif(SYS_EXIT is None, reason="the exit system call's number is known for x86_64 and aarch64 only")
@@ -375,21 +366,13 @@ def test_a_binary_s_descendant_whose_main_thread_has_ended_is_still_found() -> N
     """The host side's process table (`_binary.proctable`, which finds what a binary left behind to kill it) took a
     process whose main thread has ended for a zombie that had ended: not among the descendants, not alive, and so
     left running at a run's end. It is found, and alive, until it is killed."""
-    process = subprocess.Popen([sys.executable, "-c", HEADLESS], stdout=subprocess.PIPE)
-    try:
-        assert process.stdout is not None
-        assert process.stdout.readline() == b"ready\n"
-        found = {pid: started for pid, started in proctable.descendants(os.getpid())}
+    with _ready(HEADLESS) as process:
+        found = dict(proctable.descendants(os.getpid()))
         assert process.pid in found
         assert proctable.alive((process.pid, found[process.pid]))
         process.kill()
         process.wait()
         assert not proctable.alive((process.pid, found[process.pid]))
-    finally:
-        process.kill()
-        process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
 
 
 def _killed_past_one_failure(
