@@ -13,6 +13,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -115,7 +116,22 @@ async def fake_proxy(
     user: str = "proxyuser", password: str = "Pr0xy-Pa55w0rd-Zq8Lm3Xv7Tn1"
 ) -> AsyncIterator[FakeProxy]:
     """A `FakeProxy` listening on 127.0.0.1 (a random port) for the `async with`."""
-    proxy = FakeProxy(user, password)
+    async with listening(FakeProxy(user, password)) as proxy:
+        yield proxy
+
+
+class _Serving(Protocol):
+    port: int
+
+    async def serve(self, client: ByteStream) -> None: ...
+
+
+Served = TypeVar("Served", bound=_Serving)
+
+
+@asynccontextmanager
+async def listening(proxy: Served) -> AsyncIterator[Served]:
+    """`proxy` serving each connection made to 127.0.0.1 (a random port, set as its `port`) for the `async with`."""
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     proxy.port = listener.extra(anyio.abc.SocketAttribute.local_port)
     async with listener, anyio.create_task_group() as group:

@@ -17,7 +17,7 @@ import anyio
 import anyio.abc
 from anyio.abc import ByteStream
 
-from tests.harness.fake_proxy import relay
+from tests.harness.fake_proxy import listening, relay
 
 __all__ = ["FakeSocks", "SocksAsked", "fake_socks"]
 
@@ -87,12 +87,5 @@ async def fake_socks(
     user: str = "socksuser", password: str = "S0cks-Pa55w0rd-Qw7Er4Ty9Ui2"
 ) -> AsyncIterator[FakeSocks]:
     """A `FakeSocks` listening on 127.0.0.1 (a random port) for the `async with`."""
-    proxy = FakeSocks(user, password)
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-    proxy.port = listener.extra(anyio.abc.SocketAttribute.local_port)
-    async with listener, anyio.create_task_group() as group:
-        group.start_soon(listener.serve, proxy.serve)
-        try:
-            yield proxy
-        finally:
-            group.cancel_scope.cancel()
+    async with listening(FakeSocks(user, password)) as proxy:
+        yield proxy
