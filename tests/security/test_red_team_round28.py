@@ -5,7 +5,10 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 - a caller's own file session store (`ExecuteParams.session_store=FileSessionStore(root)`, or
   `UNIFIED_SESSION_STORE_URL=file:///root`) held no credential file, as the default store has since round 26: in a
   workspace holding its root, Claude Code's Read, Codex's `cat` and unified's read_file of another session's history ran
-  unasked. Now each run records the root as it starts (`_execute._protect_store`, `_protected.credential_home`).
+  unasked. Now each run records the root as it starts (`_execute._protect_store`, `_protected.credential_home`);
+- a save killed between its write and its rename leaves the whole session in a hidden temporary file beside it
+  (`.<id>.json.<pid>.<token>.tmp`, swept an hour later), in the default store and a caller's: a `*` of the data file's
+  patterns matches no hidden name, and a Read or `cat` of it ran unasked (now its own patterns).
 
 Left, measured (docs/tools.md): a Claude Code Grep of a *folder* holding a hard link, and the Gemini CLI's reads of a
 hard link that is no credential file. The CLI's Grep runs ripgrep with `--hidden --no-follow --glob !.git` and
@@ -97,3 +100,56 @@ async def test_other_files_and_other_stores_are_left_alone(store_ws: Path, monke
     monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", "file://relative/dir")
     _start(store_ws)
     assert "session-store home" not in _protected._homes
+
+
+async def test_searches_of_a_caller_s_store_are_asked_and_the_gemini_cli_names_its_files(store_ws: Path) -> None:
+    """SUCCEEDED before: Claude Code's Grep of the store's folder, Codex's `grep -r` over it ran unasked, and the Gemini
+    CLI's rules named none of its files (its read_file of one ran unasked)."""
+    _start(store_ws, FileSessionStore(store_ws / "store"))
+    body, decision = await _claude_answer(store_ws, "Grep", {"pattern": "hunter2", "path": "store"})
+    assert body["behavior"] == "deny", body
+    assert "credential file" in str(decision.reason)
+    command = "grep -r hunter2 store"
+    actions = [{"type": "search", "command": command, "query": "hunter2", "path": "store"}]
+    answer, _ = await _codex_command(store_ws, command, store_ws, actions)
+    assert answer == "decline"
+    assert set(_protected.credential_aliases([store_ws]) or ()) >= {STORED, FLAT}
+
+
+@pytest.mark.parametrize(
+    "which",
+    [
+        "store/claude-code/ab/.abcdef.json.4242.0f3c9a1b.tmp",
+        "store/claude-code/.cdef01.json.4242.0f3c9a1b.tmp",
+        "store/claude-code/ab/.abcdef.json.4242.tmp",
+    ],
+)
+async def test_a_dead_save_s_temporary_file_is_refused(store_ws: Path, which: str) -> None:
+    """SUCCEEDED before: a save killed between its write and its rename leaves the whole session in a hidden
+    temporary file beside it (`_files.temporary_beside`), swept only after an hour (`STALE_TEMPORARY_SECONDS`); the
+    `*` of the store's patterns matches no hidden name, and a Read of it ran unasked."""
+    (store_ws / which).write_text('{"header": {}, "state": "my password is hunter2"}')
+    _start(store_ws, FileSessionStore(store_ws / "store"))
+    body, decision = await _claude_answer(store_ws, "Read", {"file_path": which})
+    assert body["behavior"] == "deny", body
+    assert "credential file" in str(decision.reason)
+
+
+async def test_a_dead_save_s_temporary_file_in_the_default_store_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: in a home workspace, a dead save's temporary file of unified's default store (round 26
+    protected its `<id>.json` files only) was read unasked by Claude Code's Read and Codex's `cat`."""
+    home = tmp_path / "user"
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("XDG_DATA_HOME", "UNIFIED_DATA_DIR", "UNIFIED_SESSION_STORE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(_protected, "_credential_cache", None)
+    which = ".local/share/unified/sessions/codex/ab/.ab12.json.77.0f3c9a1b.tmp"
+    (home / which).parent.mkdir(parents=True)
+    (home / which).write_text('{"state": "hunter2"}')
+    body, _ = await _claude_answer(home, "Read", {"file_path": which})
+    assert body["behavior"] == "deny", body
+    actions = [{"type": "read", "command": f"cat {which}", "name": which.rsplit("/", 1)[1], "path": which}]
+    answer, _ = await _codex_command(home, f"cat {which}", home, actions)
+    assert answer == "decline"
