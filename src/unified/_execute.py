@@ -496,16 +496,18 @@ def _protect_store(params: ExecuteParams) -> None:
     `UNIFIED_SESSION_STORE_URL` names, so that its sessions are credential files to every backend's reads
     (`_protected.credential_home`), as the default store's are by the data file alone: each holds a session's history,
     and a workspace holding the root let a backend read another session unasked (round 28). A URL that names no store
-    is not refused here but where the run opens its store, as before. Imported here: `from unified import execute`
-    loads neither the stores nor the tool runtime (~0.1 s) until a run starts."""
-    from unified._sessions.config import configured_store
+    is not refused here but where the run opens its store, as before, and a PostgreSQL one is not opened here (its
+    driver's import). Imported here: `from unified import execute` loads neither the stores nor the tool runtime
+    (~0.1 s) until a run starts."""
+    from unified._sessions.config import STORE_URL_ENV, store_from_url
     from unified._sessions.stores import FileSessionStore
     from unified.tools._protected import credential_home
 
     store = params.session_store
-    if store is None:
+    url = os.environ.get(STORE_URL_ENV, "").strip()
+    if store is None and url[:5].lower() == "file:":
         with contextlib.suppress(ConfigurationError):
-            store = configured_store()
+            store = store_from_url(url)
     if isinstance(store, FileSessionStore):
         credential_home("session-store", store.root)
 

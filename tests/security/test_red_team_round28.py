@@ -153,3 +153,14 @@ async def test_a_dead_save_s_temporary_file_in_the_default_store_is_refused(
     actions = [{"type": "read", "command": f"cat {which}", "name": which.rsplit("/", 1)[1], "path": which}]
     answer, _ = await _codex_command(home, f"cat {which}", home, actions)
     assert answer == "decline"
+
+
+def test_a_postgresql_store_is_not_opened_at_the_start(store_ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin: a run's start records a file store's root only; a PostgreSQL URL's store (its driver's import, which
+    may fail) is left to where the run opens it."""
+    opened: list[str] = []
+    monkeypatch.setattr("unified._sessions.config._postgres_store", opened.append)
+    monkeypatch.setenv("UNIFIED_SESSION_STORE_URL", "postgresql://u@localhost/db")
+    _start(store_ws)
+    assert opened == []
+    assert "session-store home" not in _protected._homes
