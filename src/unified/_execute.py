@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -490,6 +491,27 @@ def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> tuple[Back
     return (_Failover(params, chosen) if fallback and params.fallback else chosen), run
 
 
+def _protect_store(params: ExecuteParams) -> None:
+    """Records the root of the run's file session store, the caller's (`session_store`) or the one
+    `UNIFIED_SESSION_STORE_URL` names, so that its sessions are credential files to every backend's reads
+    (`_protected.credential_home`), as the default store's are by the data file alone: each holds a session's history,
+    and a workspace holding the root let a backend read another session unasked (round 28). A URL that names no store
+    is not refused here but where the run opens its store, as before, and a PostgreSQL one is not opened here (its
+    driver's import). Imported here: `from unified import execute` loads neither the stores nor the tool runtime
+    (~0.1 s) until a run starts."""
+    from unified._sessions.config import STORE_URL_ENV, store_from_url
+    from unified._sessions.stores import FileSessionStore
+    from unified.tools._protected import credential_home
+
+    store = params.session_store
+    url = os.environ.get(STORE_URL_ENV, "").strip()
+    if store is None and url[:5].lower() == "file:":
+        with contextlib.suppress(ConfigurationError):
+            store = store_from_url(url)
+    if isinstance(store, FileSessionStore):
+        credential_home("session-store", store.root)
+
+
 class EventStream(AsyncIterator[UnifiedEvent]):
     """The events of one run. Iterate it; `cancel()` ends the run early with `result(cancelled)`.
 
@@ -504,6 +526,7 @@ class EventStream(AsyncIterator[UnifiedEvent]):
 
     def __init__(self, params: ExecuteParams, *, backend: Backend | None = None, strict: bool = False) -> None:
         check_params(params)
+        _protect_store(params)
         params = _with_history_answered(params)
         chosen: Backend
         if backend is None:

@@ -2342,14 +2342,15 @@ def credential_files(env: Mapping[str, str] | None = None) -> list[Path]:
 
 _homes: dict[str, tuple[str, ...]] = {}
 """The caller's homes for the binaries that runs of this process used (`credential_home`), by the name the data file's
-`under` gives them (`claude-code home`, `codex home`)."""
+`under` gives them (`claude-code home`, `codex home`, `session-store home`)."""
 
 
 def credential_home(name: str, home: Path) -> None:
-    """Records `home` as a home of the binary `name` (`claude-code`, `codex`), whose credential files (the data file's
-    entries `under` "<name> home") are then refused as the environment's are, for the rest of the process: a
-    caller's `home` or `codex_home` option outside unified's data folder is set for the child only, and a workspace
-    holding it (a run in the home folder) let the binaries' reads and unified's read its keys unasked."""
+    """Records `home` as a home of the binary `name` (`claude-code`, `codex`), or the root of a caller's file session
+    store (`session-store`), whose credential files (the data file's entries `under` "<name> home") are then refused
+    as the environment's are, for the rest of the process: a caller's `home` or `codex_home` option outside unified's
+    data folder is set for the child only, and a workspace holding it (a run in the home folder) let the binaries'
+    reads and unified's read its keys unasked; a caller's store root, its sessions' histories (round 28)."""
     global _credential_cache
     key, value = f"{name} home", os.path.abspath(home)
     if value not in _homes.get(key, ()):
