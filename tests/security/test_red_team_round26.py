@@ -213,22 +213,19 @@ async def test_unified_s_read_file_refuses_a_caller_s_home_key(own_homes: Path) 
     assert "sk-round26" not in str(outcome.response)
 
 
-def test_a_recorded_home_that_is_gone_is_forgotten_and_one_made_again_is_recorded_again(tmp_path: Path) -> None:
-    """An orchestrator giving each run a home of its own in a temporary folder: the homes recorded for the rest of the
-    process are pruned once gone (each lookup globbed every home the process ever used), and still protected while
-    they exist."""
-    gone, kept = tmp_path / "run-1", tmp_path / "run-2"
-    for home in (gone, kept):
-        home.mkdir()
-        (home / "auth.json").write_text("{}")
-        _protected.credential_home("codex", home)
-    gone_auth = gone / "auth.json"
-    gone_auth.unlink()
-    gone.rmdir()
-    _protected._credential_cache = None
-    ids = _protected.credential_ids()
-    assert _protected._homes["codex home"] == (str(kept),)
-    assert any(path == kept / "auth.json" for path in ids.values())
+def test_the_latest_recorded_homes_are_kept_and_one_recorded_again_is_the_latest() -> None:
+    """An orchestrator giving each run a home of its own in a temporary folder: each lookup globbed every home the
+    process ever recorded. The latest `HOMES_KEPT` of each kind are kept; a home recorded again (a run started again
+    there) is the latest, whether or not it exists yet (a store root a run creates later)."""
+    homes = [f"/nonexistent/run-{i}" for i in range(_protected.HOMES_KEPT + 10)]
+    for home in homes:
+        _protected.credential_home("codex", Path(home))
+    _protected.credential_home("codex", Path(homes[10]))
+    kept = _protected._homes["codex home"]
+    assert len(kept) == _protected.HOMES_KEPT
+    assert kept[-1] == homes[10]
+    assert homes[11] in kept
+    assert homes[9] not in kept
 
 
 # 4. unified's session store

@@ -2353,19 +2353,17 @@ def credential_home(name: str, home: Path) -> None:
     reads and unified's read its keys unasked; a caller's store root, its sessions' histories (round 28)."""
     global _credential_cache
     key, value = f"{name} home", os.path.abspath(home)
-    if value not in _homes.get(key, ()):
-        _homes[key] = (*_homes.get(key, ()), value)
+    homes = _homes.get(key, ())
+    if homes[-1:] != (value,):
+        _homes[key] = (*(h for h in homes if h != value), value)[-HOMES_KEPT:]
         _credential_cache = None
 
 
-def _forget_gone_homes() -> None:
-    """Drop the recorded homes (`credential_home`) that no longer exist: an orchestrator giving each run a home of its
-    own in a temporary folder would otherwise have every lookup glob more of them, the process's whole history of
-    runs (a home made again at the same path is recorded again by the run that uses it)."""
-    for key, homes in list(_homes.items()):
-        kept = tuple(home for home in homes if os.path.isdir(home))
-        if kept != homes:
-            _homes[key] = kept
+HOMES_KEPT = 64
+"""How many homes of each kind `credential_home` keeps, the latest recorded: an orchestrator giving each run a home of
+its own in a temporary folder had every lookup glob the process's whole history of runs. Each run records its own as
+it starts, so a run's home is among them while it runs unless 64 runs with other homes started since. (Not pruned by
+existence: a store root a run creates later would be dropped before its sessions are written.)"""
 
 
 CREDENTIAL_CHECK_TTL_S = 1.0
@@ -2385,7 +2383,6 @@ def credential_ids(env: Mapping[str, str] | None = None) -> dict[tuple[int, int]
         cached = _credential_cache
         if cached is not None and cached[1] == key and now - cached[0] < CREDENTIAL_CHECK_TTL_S:
             return cached[2]
-        _forget_gone_homes()
         ids = _credential_ids(os.environ)
         _credential_cache = (now, key, ids)
         return ids
