@@ -47,7 +47,6 @@ from unified._binary.process import AgentSubprocess
 from unified._files import FileTooLarge, open_regular, read_regular, read_regular_text, write_atomically
 from unified._urls import base_url_refusal
 from unified.errors import BackendUnavailable, ConfigurationError
-from unified.tools._protected import credential_home
 from unified.types import ExecuteParams, HttpMcpServer, SseMcpServer, StdioMcpServer
 
 __all__ = [
@@ -437,6 +436,8 @@ class Launch:
     def of(cls, params: ExecuteParams, options: CodexOptions, parent: Mapping[str, str] | None = None) -> Launch:
         source: Mapping[str, str] = os.environ if parent is None else parent  # read, never copied
         home = codex_home(options, source)
+        from unified.tools._protected import credential_home  # the tool runtime: loaded by a run, not by the options
+
         credential_home("codex", home)  # a caller's `codex_home` option: its auth.json is a credential file too
         user_home = user_codex_home(source).expanduser()
         with contextlib.suppress(OSError):
