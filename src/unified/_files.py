@@ -37,6 +37,7 @@ __all__ = [
     "append_line",
     "file_in_the_way",
     "folder_entries",
+    "make_folder",
     "make_way",
     "open_regular",
     "open_regular_fd",
@@ -59,6 +60,38 @@ FSIZE_FIX = "raise the file size limit this process runs under (`ulimit -f`), or
 """What to do about a write refused with EFBIG: the file size limit (RLIMIT_FSIZE) of the process, not its folder."""
 
 
+class UnmakeableFolder(OSError):
+    """A folder no `mkdir` can make: ENOENT once its parents are there (under /proc, as `UNIFIED_DATA_DIR` or
+    `XDG_DATA_HOME` at /proc/self/nope makes it; or a parent removed meanwhile). Not a FileNotFoundError, so no
+    caller takes it for a file that is simply not there."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(errno.ENOENT, "no folder can be made there", str(folder))
+
+
+def make_folder(folder: Path, mode: int = 0o777) -> None:
+    """`folder` and its parents made (kept when there); one that cannot be made raises `UnmakeableFolder`, which
+    `unwritable` types: it was the bare FileNotFoundError, which a run of claude-code or codex reported as
+    `internal_error`, "a bug in unified"."""
+    try:
+        folder.mkdir(mode=mode, parents=True, exist_ok=True)
+    except FileNotFoundError:
+        raise UnmakeableFolder(folder) from None
+
+
+def _setting_over(folder: Path) -> str | None:
+    """The folder setting of the environment (`_FOLDER_SETTINGS`) that `folder` lies under, to name in a hint."""
+    for name in _FOLDER_SETTINGS:
+        value = os.environ.get(name, "").strip()
+        if not value:
+            continue
+        named = Path(value).expanduser()
+        over = (folder, *folder.parents)
+        if named.absolute() in over or named.resolve() in over:  # resolved as the folder may be (/proc/self)
+            return name
+    return None
+
+
 def unwritable(exc: BaseException, backend: str) -> BackendUnavailable | None:
     """`exc` as the typed error of a backend that cannot write its files here (`UNWRITABLE`, or a file where one
     of its folders goes), naming the file; None for any other failure. A run's files outside the session store (a
@@ -72,6 +105,14 @@ def unwritable(exc: BaseException, backend: str) -> BackendUnavailable | None:
         return BackendUnavailable(
             f"the {backend} backend cannot make its folder {exc.filename}: {blocker} is a file, not a folder",
             hint=f"{make_way(blocker)}; or let the run fail over to another backend (ExecuteParams.fallback)",
+            details=details,
+        )
+    if isinstance(exc, UnmakeableFolder):
+        setting = _setting_over(Path(exc.filename))
+        fix = f"point {setting} at a folder that exists or can be made" if setting else "make its parent folder"
+        return BackendUnavailable(
+            f"the {backend} backend cannot make its folder {exc.filename}: no folder can be made there",
+            hint=f"{fix}; or let the run fail over to another backend (ExecuteParams.fallback)",
             details=details,
         )
     if exc.errno not in UNWRITABLE:

@@ -307,11 +307,17 @@ class ExecuteParams(BaseModel):
     idle_timeout_s: float | None = Field(
         default=180.0,
         gt=0,
+        allow_inf_nan=False,
         description="Longest silence between events while the backend is expected to speak (time inside a "
-        "local tool call or waiting for the user does not count); None turns the check off.",
+        "local tool call or waiting for the user does not count); None turns the check off (infinity is refused: "
+        "None says it).",
     )
     total_timeout_s: float | None = Field(
-        default=None, gt=0, description="Longest the whole run may take (then `error` `total_timeout`); None: no limit."
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="Longest the whole run may take (then `error` `total_timeout`); None: no limit (infinity is "
+        "refused: None says it).",
     )
     on_user_input: UserInputHandler | None = Field(
         default=None,

@@ -196,7 +196,7 @@ def test_a_failed_gemini_cli_shows_its_stderr_tail_once_and_redacted() -> None:
         [ErrorEvent(code="backend_error", message="session/set_mode: Internal error", details={"stderr_tail": tail})],
         env={"GEMINI_API_KEY": SECRET},
     )
-    assert "the gemini CLI's stderr (last lines):" in text
+    assert "the agent CLI's stderr (last lines):" in text
     assert "  Trust this folder first" in text
     assert SECRET not in text
     assert "noise 9\n" not in text  # only the last lines

@@ -21,6 +21,8 @@ import re
 import stat
 from pathlib import Path
 
+from unified._files import make_folder
+
 __all__ = ["FLAGS", "let_go", "open_folder", "remove_if_unheld", "same_file", "sweep"]
 
 FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -29,7 +31,7 @@ FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 def open_folder(folder: Path) -> int:
     """The descriptor of `folder` (made 0700 if missing, and kept so), opened without following a link."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_folder(folder, 0o700)
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     os.fchmod(fd, 0o700)
     return fd

@@ -288,6 +288,14 @@ def _choice(values: tuple[str, ...] | Callable[[], tuple[str, ...]]) -> Callable
     return check
 
 
+def _finite_seconds(value: float | None) -> float | None:
+    """A typer callback for a time limit: infinity (`inf`, or `1e400`, which reads as it) is refused, not taken as
+    no limit: leaving the option out is that, and a limit nobody can reach is more likely a typo."""
+    if value is not None and value == float("inf"):
+        raise typer.BadParameter(f"{value} is no number of seconds (give one, or leave the option out for no limit)")
+    return value
+
+
 def _matrix_backends() -> tuple[str, ...]:
     from unified import capabilities
 
@@ -497,7 +505,12 @@ def run(
     ] = None,
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
     max_turns: Annotated[int | None, typer.Option(min=1, help="Stop after this many model turns.")] = None,
-    timeout: Annotated[float | None, typer.Option(min=0.001, help="Total time limit in seconds.")] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001, callback=_finite_seconds, help="Total time limit in seconds (finite; leave out for none)."
+        ),
+    ] = None,
     approve: Annotated[
         bool | None,
         typer.Option(

@@ -59,7 +59,8 @@ PREVIEW_CHARS = 400
 """Tool inputs and outputs are cut to this length: the JSON stream has them whole."""
 
 STDERR_LINES = 20
-"""How much of a failed gemini CLI's stderr an error shows (the JSON stream has all the adapter kept)."""
+"""How much of a failed agent CLI's stderr (any binary backend's) an error shows (the JSON stream has all the
+adapter kept)."""
 
 STYLES = {
     "session": "bold cyan",
@@ -208,7 +209,7 @@ class Renderer:
             text = f"error [{event.code}{', ' + flags if flags else ''}]: {event.message}"
             tail = event.details.get("stderr_tail")
             if isinstance(tail, str) and tail.strip() and tail.strip() not in event.message:
-                text += "\nthe gemini CLI's stderr (last lines):\n" + "\n".join(
+                text += "\nthe agent CLI's stderr (last lines):\n" + "\n".join(
                     "  " + line for line in tail.strip().splitlines()[-STDERR_LINES:]
                 )
             return self._styled(text, "error")

@@ -56,15 +56,6 @@ BAD = {
         _chunk({"text": "t", "thoughtSignature": 9}),
         "thoughtSignature` is a number (9), not a string",
     ),
-    "usage_string": ({**_chunk(), "usageMetadata": "many"}, "`usageMetadata` is a string ('many'), not an object"),
-    "usage_count_string": (
-        {**_chunk(), "usageMetadata": {"promptTokenCount": "many"}},
-        "`usageMetadata.promptTokenCount` is a string ('many'), not a number",
-    ),
-    "usage_count_array": (
-        {**_chunk(), "usageMetadata": {"candidatesTokenCount": [1]}},
-        "`usageMetadata.candidatesTokenCount` is an array, not a number",
-    ),
 }
 
 

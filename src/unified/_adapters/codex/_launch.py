@@ -44,7 +44,7 @@ from unified._adapters.codex._resources_relay import HEADERS_VARIABLE, URL_VARIA
 from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature, signature
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
-from unified._files import FileTooLarge, open_regular, read_regular, read_regular_text, write_atomically
+from unified._files import FileTooLarge, make_folder, open_regular, read_regular, read_regular_text, write_atomically
 from unified._urls import base_url_refusal
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.types import ExecuteParams, HttpMcpServer, SseMcpServer, StdioMcpServer
@@ -253,7 +253,7 @@ def home_is_prepared(home: Path) -> bool:
 
 def prepare_home(home: Path) -> None:
     """Make the home and (re)write our config.toml when it differs (atomically: runs may start at once)."""
-    home.mkdir(parents=True, exist_ok=True)
+    make_folder(home)
     target = home / "config.toml"
     before = file_signature(target)
     with contextlib.suppress(OSError):

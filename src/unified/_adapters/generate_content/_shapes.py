@@ -9,7 +9,7 @@ from typing import Any
 
 from unified._text import json_type
 
-__all__ = ["CANDIDATE", "CHUNK", "USAGE", "misfit"]
+__all__ = ["CANDIDATE", "CHUNK", "misfit"]
 
 Shape = str | tuple[str, Any] | Mapping[str, Any]
 """A JSON type ("string", "number", "boolean", "object"), ("array", the items' shape), or an object's fields."""
@@ -42,14 +42,6 @@ _PART: Mapping[str, Shape] = {
     "toolResponse": {"id": "string", "toolType": "string", "response": "object"},
     "inlineData": {"data": "string", "mimeType": "string"},
 }
-_COUNTS = (
-    "promptTokenCount",
-    "candidatesTokenCount",
-    "thoughtsTokenCount",
-    "cachedContentTokenCount",
-    "toolUsePromptTokenCount",
-)
-USAGE: Mapping[str, Shape] = dict.fromkeys(_COUNTS, "number")
 CANDIDATE: Mapping[str, Shape] = {
     "content": {"parts": ("array", _PART)},
     "finishReason": "string",
@@ -59,10 +51,10 @@ CANDIDATE: Mapping[str, Shape] = {
 }
 CHUNK: Mapping[str, Shape] = {
     "candidates": ("array", CANDIDATE),
-    "usageMetadata": USAGE,
     "promptFeedback": {"blockReason": "string", "blockReasonMessage": "string"},
 }
-"""A `GenerateContentResponse` chunk as the translator reads it (a null field is an absent one)."""
+"""A `GenerateContentResponse` chunk as the translator reads it (a null field is an absent one). Its
+`usageMetadata` is not here: a usage of the wrong shape is read as flagged usage (`api_usage`), never unfit."""
 
 _FITS = {
     "string": lambda v: isinstance(v, str),

@@ -40,10 +40,11 @@ from google.genai import _common, types
 from pydantic import ConfigDict, TypeAdapter
 
 from unified import _limits as limits
-from unified._adapters.generate_content._shapes import CANDIDATE, CHUNK, USAGE, misfit
+from unified._adapters.generate_content._shapes import CANDIDATE, CHUNK, misfit
 from unified._internal.api_errors import UNFIT_ERRORS as _UNFIT
 from unified._internal.api_errors import unfit_response
 from unified._internal.call_ids import shown_id
+from unified._internal.counts import api_usage
 from unified._text import json_type
 from unified.errors import BackendError
 from unified.events import (
@@ -135,24 +136,20 @@ def _enum(kind: type[enum.Enum], value: Any) -> str | None:
 
 def usage_from_metadata(meta: types.GenerateContentResponseUsageMetadata | Mapping[str, Any] | None) -> Usage:
     """Our Usage from `usageMetadata` (wire JSON or the SDK's model); missing counts are 0 (the guard
-    estimates output, flagged)."""
-    if meta is None:
-        return Usage()
-    if not isinstance(meta, Mapping):
+    estimates output, flagged), and one that is no count is 0 with the usage flagged (`api_usage`)."""
+    if isinstance(meta, types.GenerateContentResponseUsageMetadata):
         meta = meta.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return Usage.model_construct(
-        input_tokens=_tokens(meta.get("promptTokenCount")),
-        output_tokens=_tokens(meta.get("candidatesTokenCount")),
-        thinking_tokens=_tokens(meta.get("thoughtsTokenCount")),
-        cached_tokens=_tokens(meta.get("cachedContentTokenCount")),
-        tool_use_tokens=_tokens(meta.get("toolUsePromptTokenCount")),
-    )
+    return api_usage(meta, _USAGE_COUNTS)
 
 
-def _tokens(value: Any) -> int:
-    """A count of `usageMetadata`: 0 for a negative one (a server's slip: a usage of -5 tokens went on into the
-    run's totals and its cost); one that is no number, or not finite, raises (the caller's `unfit_response`)."""
-    return max(int(value or 0), 0)
+_USAGE_COUNTS = (
+    "promptTokenCount",
+    "candidatesTokenCount",
+    "thoughtsTokenCount",
+    "cachedContentTokenCount",
+    "toolUsePromptTokenCount",
+)
+"""`usageMetadata`'s counts, in `api_usage`'s order."""
 
 
 def split_subject(text: str) -> tuple[str | None, str]:
@@ -390,14 +387,7 @@ class GenerateContentTranslator:
 
     @property
     def usage(self) -> Usage | None:
-        if self.usage_metadata is None:
-            return None
-        try:
-            return usage_from_metadata(self.usage_metadata)
-        except _UNFIT as exc:  # read once the turn ended: a count that is no number
-            raise unfit_response(
-                misfit(self.usage_metadata, USAGE, "usageMetadata") or f"usageMetadata: {exc}"
-            ) from None
+        return None if self.usage_metadata is None else usage_from_metadata(self.usage_metadata)
 
     @property
     def text(self) -> str:

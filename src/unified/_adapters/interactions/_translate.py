@@ -29,6 +29,7 @@ from unified import _limits as limits
 from unified._internal.api_errors import UNFIT_ERRORS as _UNFIT
 from unified._internal.api_errors import unfit_response
 from unified._internal.call_ids import shown_id
+from unified._internal.counts import api_usage
 from unified._redaction import clip
 from unified._text import json_type
 from unified.errors import BackendError
@@ -153,6 +154,14 @@ _USAGE_FIELDS = (
     ("tool_use_tokens", "total_tool_use_tokens"),
 )
 """Our Usage field ← the API's `usage` field."""
+_USAGE_NAMES = (
+    "total_input_tokens",
+    "total_output_tokens",
+    "total_thought_tokens",
+    "total_cached_tokens",
+    "total_tool_use_tokens",
+)
+"""The API's fields of `_USAGE_FIELDS`, in `api_usage`'s order."""
 
 
 def _kind_of(event: Any) -> str:
@@ -189,17 +198,9 @@ def _misfit(event: Any, exc: BaseException) -> str:
     return _why(exc)
 
 
-def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
+def usage_from_wire(raw: object) -> Usage:
     """The API's `usage` object → our Usage (input includes cached tokens, as the API counts them)."""
-    if not raw:
-        return Usage()
-    return Usage.model_construct(
-        input_tokens=int(raw.get("total_input_tokens") or 0),
-        output_tokens=int(raw.get("total_output_tokens") or 0),
-        thinking_tokens=int(raw.get("total_thought_tokens") or 0),
-        cached_tokens=int(raw.get("total_cached_tokens") or 0),
-        tool_use_tokens=int(raw.get("total_tool_use_tokens") or 0),
-    )
+    return api_usage(raw, _USAGE_NAMES)  # one that is no count is 0, the usage flagged: the answer is kept
 
 
 def server_tool_name(step: Mapping[str, Any]) -> str:
@@ -420,15 +421,17 @@ class InteractionsTranslator:
         if raw.__class__ is not dict and not isinstance(raw, Mapping):
             return
         current = self.usage.__dict__
-        if all(int(raw.get(theirs) or 0) <= current[ours] for ours, theirs in _USAGE_FIELDS):
-            return  # no figure grew: the usage kept is still the largest
         seen = usage_from_wire(raw)
+        figures = seen.__dict__
+        if not seen.estimated and all(figures[ours] <= current[ours] for ours, _ in _USAGE_FIELDS):
+            return  # no figure grew: the usage kept is still the largest
         self.usage = Usage.model_construct(
             input_tokens=max(self.usage.input_tokens, seen.input_tokens),
             output_tokens=max(self.usage.output_tokens, seen.output_tokens),
             thinking_tokens=max(self.usage.thinking_tokens, seen.thinking_tokens),
             cached_tokens=max(self.usage.cached_tokens, seen.cached_tokens),
             tool_use_tokens=max(self.usage.tool_use_tokens, seen.tool_use_tokens),
+            estimated=self.usage.estimated or seen.estimated,
         )
 
     def _start(self, index: int, step: Mapping[str, Any]) -> list[Signal]:
