@@ -2397,9 +2397,13 @@ class _Checked(dict[tuple[int, int], Path]):
     allow-always, in 2 of 12 runs of a conformance scenario)."""
 
     def get(self, key: tuple[int, int], default: Path | None = None) -> Path | None:  # type: ignore[override]
+        global _credential_cache
         if not super().__contains__(key):
             return default
-        return _credential_ids(os.environ).get(key, default)
+        fresh = _Checked(_credential_ids(os.environ))
+        if _credential_cache is not None and _credential_cache[2] is self:  # later looks use the fresh list
+            _credential_cache = (time.monotonic(), _credential_cache[1], fresh)
+        return dict.get(fresh, key, default)
 
 
 @functools.cache
