@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.harness.homes import point_home_at
+
 if TYPE_CHECKING:
     from tests.harness.postgres_server import PostgresServer
 
@@ -111,13 +113,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A throwaway HOME, GEMINI_CLI_HOME, XDG tree (unified's data dir in it), no auth from the developer's shell."""
     home = tmp_path / "home"
     home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GEMINI_CLI_HOME", str(home))
-    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
-    monkeypatch.delenv("UNIFIED_DATA_DIR", raising=False)  # the data dir is then under the XDG_DATA_HOME above
+    point_home_at(monkeypatch, home)
     for name in _AUTH_ENV:
         monkeypatch.delenv(name, raising=False)
     return home

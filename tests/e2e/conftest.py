@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.harness.homes import point_home_at
+from tests.harness.warm_cli import WarmCli
 
 ROOT = Path(__file__).resolve().parents[2]
 BINARIES = {
@@ -23,3 +27,17 @@ def binaries(monkeypatch: pytest.MonkeyPatch) -> None:
         if not binary.exists():
             pytest.fail(f"the pinned binary is not at {binary}: run scripts/setup")
         monkeypatch.setenv(variable, str(binary))
+
+
+@pytest.fixture(scope="session")
+def warm_cli_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmCli]:
+    """The worker's shared FakeGemini, HOME and warm CLI processes (`tests.harness.warm_cli` says who may use it)."""
+    with WarmCli.started(tmp_path_factory.mktemp("warm-cli-home")) as host:
+        yield host
+
+
+@pytest.fixture
+def warm_cli(warm_cli_host: WarmCli, monkeypatch: pytest.MonkeyPatch) -> WarmCli:
+    """The shared host, with this test's HOME and XDG folders pointed at its home (the launch holds them)."""
+    point_home_at(monkeypatch, warm_cli_host.home)
+    return warm_cli_host

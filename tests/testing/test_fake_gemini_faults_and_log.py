@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -210,3 +211,29 @@ def test_scenario_files(tmp_path: Path, client_for: ClientFactory) -> None:
             assert _stream_text(client) == "hello"
             assert _output_text(client.interactions.create(model=MODEL, input="x")) == "hi"
             server.assert_done()
+
+
+def test_play_serves_a_new_script_on_the_same_server_and_forgets_the_last(client_for: ClientFactory) -> None:
+    """`play` is how runs one after another share one server (and the warm binary wired to it): the next script
+    from its first turn, on the same URL and connection, with nothing of the last script's requests, faults,
+    problems or stored interactions left."""
+    first = TEXT.model_copy(update={"fault": Fault(kind="rate_limit", retry_delay="1s")})
+    with FakeGemini([first]) as server:  # the 429 leaves its turn queued: the interaction takes it
+        client = client_for(server)
+        url = server.base_url
+        with pytest.raises(errors.ClientError):
+            _stream_text(client)
+        stored = client.interactions.create(model=MODEL, input="hi", store=True)
+        assert isinstance(stored, it.Interaction)
+        assert stored.id is not None
+        assert server.interaction(stored.id) is not None
+        with contextlib.suppress(errors.APIError):
+            _stream_text(client)  # no turn left: a problem
+        assert server.problems
+        assert server.requests
+        server.play([ModelTurn(text="second script")])
+        assert (server.requests, server.problems, server.base_url) == ([], [], url)
+        assert server.interaction(stored.id) is None
+        assert _stream_text(client) == "second script"
+        assert [r.status for r in server.requests] == [200]
+        server.assert_done()

@@ -197,6 +197,9 @@ class FakeGemini(ScriptedFake["_Reply"]):
             "GEMINI_MODEL": CLI_MODEL,
         }
 
+    def _forget(self) -> None:
+        self._interactions.clear()  # a stored interaction belongs to the last script's runs
+
     # --- inspection ---------------------------------------------------------------------------------
 
     @property

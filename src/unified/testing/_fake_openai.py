@@ -414,6 +414,12 @@ class FakeOpenAI(ScriptedFake[_Reply]):
         """Every thread that asked (a new one after a spawn is its child)."""
         self._init_script(script, chunk_delay=chunk_delay, port=port, repeat=repeat)
 
+    def _forget(self) -> None:
+        self._spawns = itertools.count(1)  # the subagents spawned, and the threads seen, were the last script's
+        self._waiting_children.clear()
+        self._children.clear()
+        self._threads.clear()
+
     # --- lifecycle ------------------------------------------------------------------------------------
 
     def _make_server(self) -> ThreadingHTTPServer:

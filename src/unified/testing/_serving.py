@@ -262,23 +262,44 @@ class ScriptedFake(ThreadedFake, Generic[Reply]):
     def _init_script(
         self, script: Script | Iterable[Turn] | str | Path | None, *, chunk_delay: float, port: int, repeat: bool
     ) -> None:
+        self._chunk_delay = chunk_delay
+        self._repeat = repeat
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._load(script)
+        self._init_serving(port)
+
+    def _load(self, script: Script | Iterable[Turn] | str | Path | None) -> None:
+        """A script to play from the start, and nothing recorded yet (under the lock once serving)."""
         played = as_script(script)
         self._order = played.order
         self._slots: list[Slot] = [Slot(turn, turn.fault is not None) for turn in played.turns]
-        self._again = list(played.turns) if repeat else []
+        self._again = list(played.turns) if self._repeat else []
         """With `repeat`: the turns to play again once none is left (a server many runs use, `unified serve`)."""
         self._request_faults = dict(played.request_faults)
-        self._chunk_delay = chunk_delay
-        self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._credentials: set[str] = set()
         """SHA-256 digests of the credentials requests carried (secret headers and query parameters, a
         bearer token also without its scheme): what `saw_credential` asks, the values themselves kept nowhere."""
         self._problems: list[str] = []
-        self._ids = itertools.count(1)
-        self._init_serving(port)
 
     # --- scripting ----------------------------------------------------------------------------------
+
+    def play(self, script: Script | Iterable[Turn] | str | Path | None) -> None:
+        """Play a new script from now on, on the same server: the last one's turns, faults, recorded requests
+        and problems are forgotten, what is served (its URL, its connections) stays.
+
+        For runs one after another against one server: a binary wired to it (a warm process unified's pool
+        keeps between runs with the same launch) then serves the next run too, instead of a cold start
+        against a new server. Call it between runs: a request of an earlier run still in flight would take
+        a turn of the new script.
+        """
+        with self._lock:
+            self._load(script)
+            self._forget()
+
+    def _forget(self) -> None:
+        """What a subclass keeps of the last script's runs, dropped by `play` (under the lock)."""
 
     def add(self, *turns: Turn) -> None:
         """Append turns to the script (also while running)."""

@@ -45,6 +45,7 @@ from tests.e2e.conformance.conformance_harness import (
     texts_of,
 )
 from tests.e2e.conformance.conformance_scenarios import CAPABILITY_CHECKS, SCENARIOS, PNG_1x1, Scenario
+from tests.harness.warm_cli import WarmCli
 from unified import EventStream, capabilities
 from unified.events import Result, SessionStarted, Thinking, ToolResult, ToolUse, UnifiedEvent, UserInputRequest
 from unified.testing import FunctionCall, ModelTurn, Turn
@@ -73,9 +74,17 @@ def expected_shape(scenario: Scenario, column: Column) -> tuple[Shape, str | Non
     return scenario.expected(column.name, column.level)
 
 
-def _ready(column: Column, request: pytest.FixtureRequest) -> None:
-    if column.needs_cli:
-        request.getfixturevalue("claude_ready" if column.backend == "claude-code" else "cli_ready")
+def _ready(column: Column, request: pytest.FixtureRequest) -> WarmCli | None:
+    """The column's binary made ready; for the ACP column, the worker's warm CLI its scenarios share (each
+    scenario is a new session with its own workspace, as an orchestrator's runs in one pooled process)."""
+    if not column.needs_cli:
+        return None
+    request.getfixturevalue("claude_ready" if column.backend == "claude-code" else "cli_ready")
+    if column.name == "gemini-cli":
+        warm = request.getfixturevalue("warm_cli")
+        assert isinstance(warm, WarmCli)
+        return warm
+    return None
 
 
 def binary_ready(column: Column) -> None:
@@ -84,7 +93,10 @@ def binary_ready(column: Column) -> None:
         pytest.fail(f"{column.binary} names no installed binary: run scripts/setup (scripts/test does)")
 
 
-async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> tuple[Run, list[UserInputRequest]]:
+async def run_scenario(
+    column: Column, scenario: Scenario, workspace: Path, warm: WarmCli | None = None
+) -> tuple[Run, list[UserInputRequest]]:
+    """The scenario's run(s) on `column`; with `warm`, on the worker's shared server and warm CLI process."""
     first_turns = scenario.first_run.turns if scenario.first_run else ()
     asked: list[UserInputRequest] = []
     options = scenario.options_for.get(column.name, {})
@@ -99,7 +111,7 @@ async def run_scenario(column: Column, scenario: Scenario, workspace: Path) -> t
             url = serving.enter_context(mcp_echo_server.serving(scenario.mcp))
             kind = HttpMcpServer if scenario.mcp == "http" else SseMcpServer
             mcp = (kind(name="echo", url=url, timeout_s=20),)
-        run = await _run_with(column, scenario, workspace, turns, options, mcp, asked)
+        run = await _run_with(column, scenario, workspace, turns, options, mcp, asked, warm)
     if scenario.mcp in ("http", "sse") and run.result.status == "success":
         played = [turn for turn in scenario.script(column.name) if isinstance(turn, ModelTurn)]
         said = [call.args["text"] for turn in played for call in turn.function_calls]
@@ -117,12 +129,15 @@ async def _run_with(
     options: Mapping[str, object],
     mcp: tuple[McpServer, ...],
     asked: list[UserInputRequest],
+    warm: WarmCli | None,
 ) -> Run:
-    async with column.server(turns) as server:
+    serving = contextlib.nullcontext(warm.play(turns)) if warm is not None else column.server(turns)
+    pooled: dict[str, object] = {} if warm is None else {"pool": warm.pool}
+    async with serving as server:
         first: Run | None = None
         resume: str | None = None
         if scenario.first_run is not None:
-            events = await execute_once(column, server, workspace, prompt=scenario.first_run.prompt)
+            events = await execute_once(column, server, workspace, prompt=scenario.first_run.prompt, options=pooled)
             first = Run(column, events, server.requests, workspace, 0.0)
             resume = first.started.short_id
             assert first.result.status == "success", shape_of(events)
@@ -137,7 +152,7 @@ async def _run_with(
             resume=resume,
             images=(ImageInput(mime_type="image/png", data=PNG_1x1),) if scenario.images else (),
             cancel_after_first_event=scenario.cancel_after_first_event,
-            options=options,
+            options={**options, **pooled},
             mcp_servers=mcp,
         )
         seconds = (events[-1].timestamp - events[0].timestamp).total_seconds()
@@ -153,9 +168,9 @@ async def _run_with(
 async def test_scenario(
     anyio_backend: str, column: Column, scenario: Scenario, workspace: Path, request: pytest.FixtureRequest
 ) -> None:
-    _ready(column, request)
+    warm = _ready(column, request)
     existed = {path: (workspace / path).exists() for path in scenario.files}
-    run, asked = await run_scenario(column, scenario, workspace)
+    run, asked = await run_scenario(column, scenario, workspace, warm)
     shape, substituted = expected_shape(scenario, column)
     aliases = {**column.aliases, **scenario.aliases}
     played = [column.adapt(turn) for turn in scenario.script(column.name)]

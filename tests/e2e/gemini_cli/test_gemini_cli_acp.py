@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -25,6 +26,7 @@ from tests.e2e.gemini_cli.gemini_cli_helpers import (
     thought,
 )
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.pidfds import Holder, wait_exited
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified._adapters.gemini_cli import AcpPool, default_pool
 from unified._execute import EventStream, execute_sync
@@ -43,6 +45,7 @@ from unified.events import (
     UnifiedEvent,
 )
 from unified.sessions import export
+from unified.types import StdioMcpServer
 
 pytestmark = pytest.mark.anyio
 ASYNCIO_ONLY = pytest.mark.parametrize("anyio_backend", ["asyncio"])
@@ -327,6 +330,71 @@ async def test_two_concurrent_runs_share_one_warm_process(responses: Responses, 
     finally:
         await pool.aclose()
     assert not pool.pids()
+
+
+PID_MCP_SERVER = '''
+import os
+import sys
+from mcp.server.mcpserver import MCPServer
+
+with open(sys.argv[1], "w") as pid:
+    pid.write(str(os.getpid()))
+server = MCPServer("srv")
+
+
+@server.tool()
+def ping() -> str:
+    """Answer pong."""
+    return "pong"
+
+
+server.run()
+'''
+
+
+@ASYNCIO_ONLY
+async def test_a_run_with_mcp_servers_takes_its_warm_process_and_its_servers_with_it(
+    responses: Responses, workspace: Path, tmp_path: Path
+) -> None:
+    """0.61 cannot end an ACP session (its agent has no `session/close`), and a session's MCP servers stay connected,
+    a stdio server's process running, for as long as its process lives: kept warm in a pool (200 runs, 5 idle
+    minutes), every run's servers outlived it (seen: the conformance's stdio echo server still running under the
+    warm process, an HTTP server's connection held open). A run given MCP servers retires its process: it ends with
+    the run, and the servers with it; a run without leaves its process warm."""
+    script = tmp_path / "pid_server.py"
+    script.write_text(PID_MCP_SERVER)
+    pid_file = tmp_path / "mcp.pid"
+    server = StdioMcpServer(name="srv", command=sys.executable, args=(str(script), str(pid_file)))
+    fake = responses(stream_line(text("answer")))
+    pool = AcpPool(size=1)
+    holder = Holder()
+
+    async def one(**fields: object) -> None:
+        options = {"fake_responses": str(fake), "fake_responses_strict": False, "pool": pool}
+        params = ExecuteParams(prompt="go", backend="gemini-cli", cwd=workspace, backend_options=options, **fields)
+        async with EventStream(params, strict=True) as stream:
+            events = [e async for e in stream]
+        assert result_of(events).status == "success", kinds(events)
+
+    try:
+        await one()
+        assert len(pool.pids()) == 1, "a run without MCP servers leaves its process warm"
+        await one(mcp_servers=(server,))
+        assert pool.spawned == 1, "the run with servers took the warm process"
+        assert not pool.pids(), "the process that connected the run's MCP servers was left warm"
+        mcp = holder.hold_if(int(pid_file.read_text()), lambda pid: str(script).encode() in _cmdline(pid))
+        if mcp is not None:  # ending: its stdin closed with the CLI's end
+            wait_exited([mcp], "the run's stdio MCP server")
+    finally:
+        holder.release()
+        await pool.aclose()
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 @ASYNCIO_ONLY

@@ -206,6 +206,10 @@ class GeminiCliBackend:
         key = pool_key([*argv, str(spawn_cwd), repr(self.options.start_process)], env)
         try:
             async with self.pool.lease(key, spawn) as lease:
+                if self.params.mcp_servers:
+                    # 0.61 cannot end a session (no `session/close`): its MCP servers stay connected, a stdio
+                    # server's process running, as long as the process lives. The process goes with this run.
+                    lease.retire()
                 if not (self.params.resume or opening) or lease.resource.can_load:
                     if capture is None:
                         return await AcpRun(self.launch, ctx, lease, opening).run()

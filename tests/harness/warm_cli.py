@@ -1,0 +1,60 @@
+"""One warm `gemini --acp` process for many tests of a worker, as an orchestrator's runs share one.
+
+A cold start of the CLI costs 1.1-1.4 s of CPU (node loading its bundle), most of the suite's time; a new
+ACP session in a running process costs a few milliseconds. unified's pool keeps a process warm for the
+next run launched alike (the same argv and environment: the same HOME, cache folder and fake server).
+Tests whose runs need nothing of their own in the launch share one here: one FakeGemini playing each
+test's script in turn (`ScriptedFake.play`), one prepared HOME, and a pool of their own (the default pool
+stays cold in tests, `backend_options_for`). Each test still has its own workspace, so its own project
+folder (chats, trust) under that HOME.
+
+What such a test must not do: look at what is in HOME beyond its own project, count the processes left
+after its run, or leave a request in flight when it ends (the next test's script would serve it: a run
+that ends with a result has none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from unified._adapters.gemini_cli import AcpPool
+from unified.testing import FakeGemini, Turn, backend_options_for, prepare_cli_home
+
+__all__ = ["WarmCli"]
+
+WARM_PROCESSES = 2
+"""Processes kept warm for a worker: a second launch (another approval mode's policy) does not evict the first."""
+
+
+@dataclass(frozen=True)
+class WarmCli:
+    """A worker's shared FakeGemini, HOME and pool of warm CLI processes."""
+
+    server: FakeGemini
+    home: Path
+    pool: AcpPool
+
+    @classmethod
+    @contextmanager
+    def started(cls, home: Path) -> Iterator[WarmCli]:
+        """Serving until the block ends; then its processes are killed (a worker's tests are over)."""
+        pool = AcpPool(size=WARM_PROCESSES)
+        try:
+            with FakeGemini() as server:
+                yield cls(server, prepare_cli_home(home), pool)
+        finally:
+            pool.close_now()
+
+    def play(self, turns: list[Turn]) -> FakeGemini:
+        """The server, playing `turns` from now on (the last test's script and requests forgotten)."""
+        self.server.play(turns)
+        return self.server
+
+    def options(self) -> dict[str, object]:
+        """`backend_options` of a gemini-cli run on the shared server, leasing from the shared pool."""
+        options = backend_options_for(self.server, "gemini-cli")
+        del options["pool_size"]
+        return {**options, "pool": self.pool}
