@@ -28,7 +28,8 @@ run started (`CodexConnection.end_run`); a process the pool does not keep has it
 
 `max_turns` is unified's (0.171 has no limit): a call of the main thread's model request `max_turns` is answered
 `cancel` at its approval (`ApprovalBridge._cap`: Codex asks before every command, patch and MCP call), and one Codex
-runs unasked interrupts the turn when it starts (`_unasked_past_cap`), and so does the token count of request
+runs unasked interrupts the turn when it starts (`_unasked_past_cap`; read while another call is checked, as soon as
+it is read: `_reading_ahead`), and so does the token count of request
 `max_turns` when that response gave no answer (`_cap_reached`: a call of a tool Codex lacks, which Codex answers
 itself, unasked and unseen); the run ends `max_turns`, the process retired.
 """
