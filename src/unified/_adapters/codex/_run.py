@@ -397,14 +397,21 @@ class CodexRun:
         is loaded, once a process, in a thread (`_load_judge`): loaded at the first `view_image`, it held the event
         loop for its import (0.1 s on an idle 2-core machine, 0.7 s busy) just when the call of the next request
         had to be seen (`_reading_ahead`)."""
-        assert self.connection is not None
+        connection = self.connection
+        assert connection is not None
+
+        async def open_thread() -> None:
+            if not connection.initialized:
+                await self._handshake()
+            await self._open(cwd)
+
+        if self.params.approval_mode == "yolo" or _judge_loaded:
+            await open_thread()  # nothing to load: no task group to enter and leave
+            return
         try:
             async with anyio.create_task_group() as group:
-                if self.params.approval_mode != "yolo" and not _judge_loaded:
-                    group.start_soon(functools.partial(anyio.to_thread.run_sync, _load_judge, abandon_on_cancel=True))
-                if not self.connection.initialized:
-                    await self._handshake()
-                await self._open(cwd)
+                group.start_soon(functools.partial(anyio.to_thread.run_sync, _load_judge, abandon_on_cancel=True))
+                await open_thread()
         except BaseExceptionGroup as group:
             raise group.exceptions[0] from None
 
@@ -850,10 +857,13 @@ class CodexRun:
                         with anyio.CancelScope(shield=True):
                             await self._interrupt()
 
-        async with anyio.create_task_group() as group:
-            group.start_soon(read)
-            result = await check()
-            group.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(read)
+                result = await check()
+                group.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            raise group.exceptions[0] from None
         return result
 
     def _past_cap_ahead(self, message: dict[str, Any] | LineProblem) -> bool:
