@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from tests.adapters.host_hiding import HIDING_CASES, record_hiding
+from tests.hang_guard import HANG_GUARD_S
 from unified._adapters.codex import _run as codex_run
 from unified._adapters.codex._launch import (
     CONFIG_TOML,
@@ -35,6 +36,7 @@ from unified._internal.stream import StreamGuard
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.events import ErrorEvent, Result, SessionStarted, TextDelta, ToolUse, UnifiedEvent, WarningEvent
 from unified.testing import FakeAgentProcess
+from unified.tools import _runtime as tools_runtime
 from unified.types import ExecuteParams, HttpMcpServer, StdioMcpServer
 
 pytestmark = pytest.mark.anyio
@@ -696,6 +698,59 @@ async def test_a_crash_mid_turn_is_a_typed_error(tmp_path: Path) -> None:
     assert error.code == "backend_error"
     assert "exit status 101" in error.message
     assert "panicked" in error.message
+
+
+class Interruptible(FakeAgentProcess):
+    """A stand-in that ends the turn `interrupted` when asked to (`turn/interrupt`), and counts the asks."""
+
+    interrupted: ClassVar[anyio.Event]
+    interrupts: ClassVar[int] = 0
+
+    async def send(self, line: str) -> None:
+        await super().send(line)
+        if json.loads(line).get("method") == "turn/interrupt":
+            Interruptible.interrupts += 1
+            Interruptible.interrupted.set()
+            self.emit(notify("turn/completed", turn={"id": TURN, "status": "interrupted"}))
+
+
+async def test_a_call_past_the_cap_read_while_a_check_runs_interrupts_the_turn_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex runs a `view_image` unasked and asks the model again within milliseconds: the call of request
+    `max_turns` may come while the run still checks the previous one (`read_outside`, a thread hop). Before, nothing
+    was read during the check and the interrupt came after it (up to 5 requests more for `max_turns=2` with 4 runs
+    at once on 2 cores); here the check ends only once the interrupt came, which the old code never sent (it hung
+    until the hang guard)."""
+    Interruptible.interrupted, Interruptible.interrupts = anyio.Event(), 0
+    checked: list[bool] = []
+
+    async def slow_check(workspace: object, paths: object, *, trees: bool = False) -> str | None:
+        with anyio.move_on_after(HANG_GUARD_S):
+            await Interruptible.interrupted.wait()
+        checked.append(Interruptible.interrupted.is_set())
+        return None
+
+    monkeypatch.setattr(tools_runtime, "read_outside", slow_check)
+
+    def viewed(call: str, tokens: int) -> list[str]:
+        item = {"type": "imageView", "id": call, "path": "dot.png"}  # in the stand-in's cwd
+        total = {"inputTokens": tokens, "outputTokens": 1, "totalTokens": tokens + 1}
+        usage = {"total": total, "last": {"inputTokens": 5, "outputTokens": 1, "totalTokens": 6}}
+        return [
+            notify("item/started", item=item),
+            notify("item/completed", item=item),
+            notify("thread/tokenUsage/updated", tokenUsage=usage),
+        ]
+
+    starter = app_server(lambda process: [*viewed("call_1", 5), *viewed("call_2", 10)], kind=Interruptible)
+    events = await run(tmp_path, starter, {"pool_size": 0}, max_turns=2)
+    assert checked == [True], "the check of request 1's call ended before the turn was interrupted"
+    assert Interruptible.interrupts == 1, "once: the loop does not interrupt again at the call read ahead"
+    assert [e.tool_use_id for e in events if isinstance(e, ToolUse)] == ["call_1", "call_2"]
+    final = events[-1]
+    assert isinstance(final, Result)
+    assert (final.status, final.turns) == ("max_turns", 2), final.error
 
 
 async def test_a_request_nobody_handles_is_answered_so_codex_never_waits(tmp_path: Path) -> None:

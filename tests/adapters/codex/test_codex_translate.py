@@ -376,6 +376,26 @@ def test_a_call_is_numbered_by_the_request_that_made_it_when_its_item_starts() -
     assert t.main_responses == 1
 
 
+def test_a_main_token_count_read_ahead_is_foreseen_as_one_more_response() -> None:
+    """The run reads ahead while a slow check runs (`CodexRun._reading_ahead`) and numbers a call there by the token
+    counts `notification` will count: the main thread's of its turn, not a subagent's, another turn's or another
+    notification."""
+    t = translator()
+    usage = {"tokenUsage": {"total": breakdown(10, 0, 1, 0), "last": breakdown(10, 0, 1, 0)}}
+    ahead: list[tuple[str, dict[str, Any]]] = [
+        ("thread/tokenUsage/updated", {"threadId": MAIN, "turnId": TURN, **usage}),
+        ("thread/tokenUsage/updated", {"threadId": CHILD, "turnId": TURN, **usage}),
+        ("thread/tokenUsage/updated", {"threadId": MAIN, "turnId": "an-earlier-turn", **usage}),
+        ("account/rateLimits/updated", {"threadId": MAIN, "turnId": TURN}),
+        ("item/started", {"threadId": MAIN, "turnId": TURN, "item": command()}),
+    ]
+    foreseen = [t.ends_main_response(method, params) for method, params in ahead]
+    assert foreseen == [True, False, False, False, False]
+    counted = [t.notification(method, params) for method, params in ahead[:3]]
+    assert [len(items) for items in counted] == [1, 0, 0]  # the child is not known yet: not counted either
+    assert t.main_responses == 1
+
+
 def test_resumed_at_is_where_a_resumed_threads_responses_count_from() -> None:
     """A thread unified wrote from a history gets no baseline from Codex: its previous run's 7 tokens counted again."""
     t = translator()

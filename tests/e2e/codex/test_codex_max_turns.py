@@ -66,10 +66,10 @@ async def test_a_model_running_commands_for_ever_stops_after_max_turns_requests(
 
 async def test_a_tool_codex_runs_unasked_is_stopped_by_an_interrupt(workspace: Path) -> None:
     """view_image runs without an approval: the turn is interrupted at its start, a race with Codex's next request
-    (which the call reaches in milliseconds). Measured: 2 requests in 40 of 40 runs one at a time, but 3 in 2 of 4 runs
-    started at once on the 2-core machine (as the suite's 4 workers may run them), and 4 and 5 in 2 of 12 more (a
-    known bug, docs/backends/codex.md): one request past the cap is the race this allows, as for a tool Codex lacks
-    (below); more fails."""
+    (which the call reaches in milliseconds). Before, the run read nothing while it checked request 1's view_image
+    (a thread hop), and with 4 runs started at once on the 2-core machine (as the suite's workers may run them) 21 of
+    32 made 3 to 7 requests (this test failed 11 of 32); reading ahead meanwhile, 41 of 48 made 2 and 7 made 3, never
+    more. One request past the cap is the race this allows, as for a tool Codex lacks (below); more fails."""
     (workspace / "dot.png").write_bytes(DOT)
     call = FunctionCall(name="view_image", args={"path": str(workspace / "dot.png")})
     async with FakeOpenAI(_for_ever(call)) as server:

@@ -28,7 +28,8 @@ run started (`CodexConnection.end_run`); a process the pool does not keep has it
 
 `max_turns` is unified's (0.171 has no limit): a call of the main thread's model request `max_turns` is answered
 `cancel` at its approval (`ApprovalBridge._cap`: Codex asks before every command, patch and MCP call), and one Codex
-runs unasked interrupts the turn when it starts (`_unasked_past_cap`), and so does the token count of request
+runs unasked interrupts the turn when it starts (`_unasked_past_cap`; read while another call is checked, as soon as
+it is read: `_reading_ahead`), and so does the token count of request
 `max_turns` when that response gave no answer (`_cap_reached`: a call of a tool Codex lacks, which Codex answers
 itself, unasked and unseen); the run ends `max_turns`, the process retired.
 """
@@ -38,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import os
 import re
 import secrets
@@ -45,7 +47,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -62,7 +64,15 @@ from unified._adapters.codex._outcome import (
 from unified._adapters.codex._pool import ROUTE, CodexConnection, CodexPool
 from unified._adapters.codex._rollouts import codex_short_id, last_total, omitted_images
 from unified._adapters.codex._thread_config import included_roots, thread_config
-from unified._adapters.codex._translate import AppServerTranslator, ModelResponse, Retrying, TurnEnded
+from unified._adapters.codex._translate import (
+    SERVER_SIDE_ITEMS,
+    TOOL_ITEMS,
+    AppServerTranslator,
+    ModelResponse,
+    Retrying,
+    TurnEnded,
+    tool_call_of,
+)
 from unified._binary.framing import answer_over_cap
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict, stream_ended
 from unified._binary.loops import every
@@ -121,6 +131,27 @@ _ASKED = frozenset({"exec_command", "apply_patch"})
 """The tools whose every call Codex asks about (with MCP tools): `max_turns` stops them at the approval."""
 _SILENT = frozenset({"error", "thread/status/changed", "account/rateLimits/updated", "serverRequest/resolved"})
 """Notifications that are no sign of progress (a retry, a status flag)."""
+_T = TypeVar("_T")
+
+
+_judge_loaded = False
+"""Whether `_load_judge` has run in this process."""
+
+
+def _load_judge() -> None:
+    """Import what judges a read Codex runs unasked (`CodexRun._stop_unasked_read`) and compile its protected paths:
+    about 0.1 s of CPU, once a process."""
+    global _judge_loaded
+    from unified.tools._protected import protected_paths
+    from unified.tools._runtime import read_outside  # noqa: F401  (imported for the first call's sake)
+
+    protected_paths()
+    _judge_loaded = True
+
+
+def _asked(tool: str) -> bool:
+    """Whether Codex asks before every call of `tool` (a command, a patch, an MCP tool)."""
+    return tool in _ASKED or tool.startswith("mcp__")
 
 
 def initialize_params() -> dict[str, Any]:
@@ -262,6 +293,8 @@ class CodexRun:
         self._responses = 0
         self._interrupted_at_cap = False
         """The turn was interrupted at the end of the main thread's response `max_turns` (`_cap_reached`)."""
+        self._capped_ahead = False
+        """The turn was interrupted at a call past the cap read ahead of the loop (`_reading_ahead`)."""
         self._looked_outside: str | None = None
         """Why the turn was interrupted at a read Codex runs unasked outside the workspace (`_stop_unasked_read`)."""
         self._pending: deque[dict[str, Any] | LineProblem] = deque()
@@ -336,9 +369,7 @@ class CodexRun:
         if transcript is not None:
             connection.observer = lambda direction, message: transcript.append({"dir": direction, "msg": message})
         try:
-            if not connection.initialized:
-                await self._handshake()
-            await self._open(cwd)
+            await self._opened(cwd)
             return await self._watched(self._turn)
         except ConnectionClosed as exc:
             self._reusable = False
@@ -360,6 +391,29 @@ class CodexRun:
             with anyio.CancelScope(shield=True):
                 await self._stop_turn()
             raise
+
+    async def _opened(self, cwd: Path) -> None:
+        """The handshake (on a new process) and the thread's opening, while the judge of the reads Codex runs unasked
+        is loaded, once a process, in a thread (`_load_judge`): loaded at the first `view_image`, it held the event
+        loop for its import (0.1 s on an idle 2-core machine, 0.7 s busy) just when the call of the next request
+        had to be seen (`_reading_ahead`)."""
+        connection = self.connection
+        assert connection is not None
+
+        async def open_thread() -> None:
+            if not connection.initialized:
+                await self._handshake()
+            await self._open(cwd)
+
+        if self.params.approval_mode == "yolo" or _judge_loaded:
+            await open_thread()  # nothing to load: no task group to enter and leave
+            return
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(functools.partial(anyio.to_thread.run_sync, _load_judge, abandon_on_cancel=True))
+                await open_thread()
+        except BaseExceptionGroup as group:
+            raise group.exceptions[0] from None
 
     async def _leave(self, lease: Lease[CodexConnection]) -> bool:
         """Give the process back (after `end_run`) when the run ended cleanly and the pool keeps it; else retire
@@ -656,13 +710,13 @@ class CodexRun:
                 else:
                     item.native = self.ctx.native(message)
                     looks_outside = isinstance(item, ToolUse) and self._looks_outside(item, bridge)
-                    if looks_outside:  # before anything else: Codex is about to send the image
+                    capping = isinstance(item, ToolUse) and not bridge.capped and self._unasked_past_cap(item)
+                    bridge.capped = bridge.capped or capping
+                    if looks_outside or (capping and not self._capped_ahead):
+                        # before anything else: Codex is about to send the image, or the next request
                         await self._interrupt()
                     await self.ctx.emit(item)
-                    if isinstance(item, ToolUse) and not bridge.capped and self._unasked_past_cap(item):
-                        bridge.capped = True
-                        await self._interrupt()
-                    elif isinstance(item, ToolUse) and self._looked_outside is None:
+                    if isinstance(item, ToolUse) and not capping and self._looked_outside is None:
                         await self._stop_unasked_read(item, bridge, translator, interrupted=looks_outside)
         assert self.process is not None
         assert self.connection is not None
@@ -747,7 +801,8 @@ class CodexRun:
             return
         from unified.tools._runtime import OUTSIDE_RULE, read_outside
 
-        outside = await read_outside(bridge.workspace(), [path])
+        workspace = bridge.workspace()
+        outside = await self._reading_ahead(lambda: read_outside(workspace, [path]))
         if outside is None and interrupted:  # realpath failed, or the two checks disagree: refuse all the same
             outside = f"{clip(path, 200, more='…')} may not be a path in the workspace"
         if outside is None:
@@ -773,17 +828,64 @@ class CodexRun:
         )
 
     def _unasked_past_cap(self, call: ToolUse) -> bool:
-        """Whether `call` is one Codex runs without asking (`view_image`, its goal tools, a subagent, a web search)
-        made by the main thread's model request `max_turns` or a later one: the turn is interrupted then, which may
-        come after Codex sent the next request (those calls take milliseconds). A command, patch or MCP call is asked
-        first, and stopped surely there (`ApprovalBridge._cap`)."""
+        """Whether `call` is one Codex runs without asking (`view_image`, its goal tools, a subagent) made by the main
+        thread's model request `max_turns` or a later one: the turn is interrupted then, which may come after Codex
+        sent the next request (those calls take milliseconds). A command, patch or MCP call is asked first, and
+        stopped surely there (`ApprovalBridge._cap`); a web search runs at the provider's."""
         cap = self.params.max_turns
-        if cap is None or call.subagent_task_id is not None or call.server_side:
-            return False
-        if call.name in _ASKED or call.name.startswith("mcp__"):
+        if cap is None or call.subagent_task_id is not None or call.server_side or _asked(call.name):
             return False
         assert self.translator is not None
         return self.translator.request_of(call.tool_use_id) >= cap
+
+    async def _reading_ahead(self, check: Callable[[], Awaitable[_T]]) -> _T:
+        """`check()`, while what Codex sends meanwhile is read into `_pending` (the loop handles it next, in order),
+        each message looked at as it comes (`_past_cap_ahead`): a call past the cap interrupts the turn at once. The
+        loop read nothing while a check of a `view_image` hopped threads (80 ms on the idle 2-core machine, 600 ms
+        with 4 runs at once), and Codex, which runs the next call unasked and asks the model again within
+        milliseconds, sent up to 5 requests more for `max_turns=2` before the loop saw the call of request 2."""
+        assert self.connection is not None
+        connection = self.connection
+
+        async def read() -> None:
+            with contextlib.suppress(ConnectionClosed):  # the loop's next read says so
+                while True:
+                    message = await connection.receive(self.inbox)
+                    self._pending.append(message)
+                    if self._past_cap_ahead(message):
+                        self._capped_ahead = True
+                        with anyio.CancelScope(shield=True):
+                            await self._interrupt()
+
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(read)
+                result = await check()
+                group.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            raise group.exceptions[0] from None
+        return result
+
+    def _past_cap_ahead(self, message: dict[str, Any] | LineProblem) -> bool:
+        """Whether `message`, read ahead of the loop, starts a call `_unasked_past_cap` will stop when the loop comes
+        to it: its request is counted from the responses the translator counted and those read ahead before it (a
+        count that may fall short, never exceed the loop's: `AppServerTranslator.ends_main_response`)."""
+        cap, translator = self.params.max_turns, self.translator
+        if cap is None or translator is None or self._capped_ahead or isinstance(message, LineProblem):
+            return False
+        params = as_dict(message.get("params"))
+        item = as_dict(params.get("item"))
+        kind = item.get("type")
+        if message.get("method") != "item/started" or params.get("threadId") != self.thread_id:
+            return False
+        if kind not in TOOL_ITEMS or kind in SERVER_SIDE_ITEMS or _asked(tool_call_of(item, None)[0]):
+            return False
+        ahead = sum(
+            1
+            for m in self._pending
+            if isinstance(m, dict) and translator.ends_main_response(str(m.get("method")), as_dict(m.get("params")))
+        )
+        return translator.main_responses + ahead + 1 >= cap
 
     def _rollout_size(self) -> int:
         """How long the thread's rollout is (0 before Codex writes it: a new thread's first turn)."""

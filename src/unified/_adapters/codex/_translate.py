@@ -46,6 +46,7 @@ from unified.events import (
 )
 
 __all__ = [
+    "SERVER_SIDE_ITEMS",
     "TOOL_ITEMS",
     "AppServerTranslator",
     "Item",
@@ -427,7 +428,7 @@ class AppServerTranslator:
             # response's usage is what the thread's `total` grew by.
             total = usage_from_breakdown(as_dict(as_dict(params.get("tokenUsage")).get("total")))
             before, thread.total = thread.total, total
-            if params.get("turnId") != thread.turn_id or thread.turn_id is None:
+            if not self._this_turn(thread, params):
                 return []  # a resumed thread's earlier usage (the baseline), or another turn's
             usage = _minus(total, before)
             thread.usage = thread.usage + usage
@@ -485,6 +486,18 @@ class AppServerTranslator:
         self.main_responses += 1
         answered, self._answered = self._answered, False
         return [ModelResponse(Usage(), None, answered)]
+
+    @staticmethod
+    def _this_turn(thread: _Thread, params: dict[str, Any]) -> bool:
+        return thread.turn_id is not None and params.get("turnId") == thread.turn_id
+
+    def ends_main_response(self, method: str, params: dict[str, Any]) -> bool:
+        """Whether the notification, read but not yet handed to `notification`, will count a main-thread response
+        there (its token count), as `request_of` will have by a call announced after it. A response with no usage
+        (`_usage_less_response`) is not foreseen: this count may fall short of `notification`'s, never exceed it."""
+        if method != "thread/tokenUsage/updated" or params.get("threadId") != self.main_thread:
+            return False
+        return self._this_turn(self.threads[self.main_thread], params)
 
     def request_of(self, call_id: str) -> int:
         """The number of the main thread's model request that made the call `call_id` (counted when Codex started its
