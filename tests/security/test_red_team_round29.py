@@ -1,0 +1,265 @@
+"""Red team, round 29: secrets printed in forms the redactor did not know, and stores it did not see.
+
+Holes (each test marked SUCCEEDED before fails on the code before its fix):
+
+- a key printed with any separator between its characters (tabs, commas, `, `, `:`, a colour code each), as a hex dump
+  with offsets (`xxd`, `od -c`, `hexdump -C`, `od -An -tx1`), every byte percent-encoded (`%41%49...`), base64 wrapped
+  onto lines (`base64` wraps at 76 columns: any secret of 58 bytes or more), or base64 of base64, reached the model and
+  the events whole. Now `Redactor.loose` holds every form (the key, its hex, its base64 and its base64's base64)
+  lower-cased with all but letters and digits taken out, looked for in the text so folded, and in a hex dump's columns
+  read apart from its offsets (`_redaction._dump_views`, a match there replacing the dump's lines whole);
+- a key re-cased at random and split across two text deltas without a line break (round 27 held back a loose form's
+  beginning only when a piece held a line break): both halves reached the events. Now the loose hold runs on every
+  piece, and a loose form that begins in what was shown is still replaced from there on;
+- a caller's file session store wrapped in an object of its own (a cache, a lock, a metrics layer around
+  `FileSessionStore`) was no store `_execute._protect_store` recognised: a Claude Code Read of another session's file
+  in it ran unasked. Now the attributes of the store are searched (a few levels, a bounded count) for a file store.
+
+Left, measured (docs/tools.md, `_printed_forms`): `od -x` / `hexdump` without `-C` (little-endian words), decimal
+bytes, HTML entities, rot13 and other ciphers: a command the model chooses can always print a secret it can read in a
+form no redactor knows.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.security.test_red_team_round7 import _claude_answer
+from tests.security.test_red_team_round18 import _streamed
+from unified._execute import EventStream
+from unified._redaction import REDACTED, SplitGuard, redactor
+from unified.sessions import FileSessionStore
+from unified.tools import _protected
+from unified.types import ExecuteParams
+
+pytestmark = [pytest.mark.anyio, pytest.mark.unit]
+
+KEY = "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
+LONG = "sk-ant-api03-" + "Qw3rTy7Ui9Op1As5Df8Gh2Jk4Lz6Xc0Vb" * 3 + "-AA"  # 115 characters: base64 wraps it
+
+
+def _xxd(data: bytes) -> str:
+    """What `xxd` prints (checked against xxd 2022-01-14's output of the same bytes)."""
+    lines = []
+    for at in range(0, len(data), 16):
+        chunk = data[at : at + 16]
+        hexed = " ".join(chunk[i : i + 2].hex() for i in range(0, len(chunk), 2))
+        shown = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append(f"{at:08x}: {hexed:<39}  {shown}")
+    return "\n".join(lines) + "\n"
+
+
+def _hexdump_c(data: bytes) -> str:
+    """What `hexdump -C` prints."""
+    lines = []
+    for at in range(0, len(data), 16):
+        chunk = data[at : at + 16]
+        left = " ".join(f"{b:02x}" for b in chunk[:8])
+        right = " ".join(f"{b:02x}" for b in chunk[8:])
+        shown = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append(f"{at:08x}  {left:<23}  {right:<23}  |{shown}|")
+    return "\n".join([*lines, f"{len(data):08x}"]) + "\n"
+
+
+def _od_c(data: bytes) -> str:
+    """What `od -c` prints (octal offsets, each byte in four columns)."""
+    names = {10: "\\n", 9: "\\t", 0: "\\0"}
+    lines = []
+    for at in range(0, len(data), 16):
+        chunk = data[at : at + 16]
+        lines.append(f"{at:07o}" + "".join(f"{names.get(b, chr(b)):>4}" for b in chunk))
+    return "\n".join([*lines, f"{len(data):07o}"]) + "\n"
+
+
+def _od_tx1(data: bytes) -> str:
+    """What `od -An -tx1` prints."""
+    return "".join(" " + " ".join(f"{b:02x}" for b in data[at : at + 16]) + "\n" for at in range(0, len(data), 16))
+
+
+def _wrapped_base64(data: bytes) -> str:
+    """What `base64` prints: 76 columns a line."""
+    encoded = base64.b64encode(data).decode()
+    return "\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76)) + "\n"
+
+
+_KEYED = f"key={KEY}\n".encode()
+
+FORMS = {
+    "tabs": "\t".join(KEY),
+    "commas": ",".join(KEY),
+    "comma and space (a Python list)": str(list(KEY)),
+    "colons": ":".join(KEY),
+    "a colour code each": "".join(f"\x1b[3{i % 7}m{c}" for i, c in enumerate(KEY)) + "\x1b[0m",
+    "xxd": _xxd(_KEYED),
+    "hexdump -C": _hexdump_c(_KEYED),
+    "od -c": _od_c(_KEYED),
+    "od -An -tx1": _od_tx1(_KEYED),
+    "every byte percent-encoded": "".join(f"%{b:02X}" for b in KEY.encode()),
+    "base64 of base64": base64.b64encode(base64.b64encode(KEY.encode())).decode(),
+    "base64 of base64, in a line": base64.b64encode(base64.b64encode(_KEYED)).decode(),
+    "hex with a space each byte": " ".join(f"{b:02x}" for b in KEY.encode()),
+}
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+def test_a_key_printed_in_another_form_is_replaced(form: str) -> None:
+    """SUCCEEDED before: each form reached the tool output and the events whole."""
+    printed = FORMS[form]
+    clean = redactor(env={}, extra=[KEY])
+    assert clean.found_in(f"out: {printed} end")
+    shown = clean(f"out: {printed} end")
+    assert REDACTED in shown
+    for piece in (KEY[:12], KEY[12:24], KEY[24:], KEY.encode().hex()[16:40]):
+        assert piece not in shown.replace(" ", "").replace("\n", ""), shown
+
+
+@pytest.mark.parametrize("form", ["xxd", "hexdump -C"])
+def test_a_dump_s_text_column_goes_with_its_lines(form: str) -> None:
+    """SUCCEEDED before: the text column of `xxd` / `hexdump -C` shows the key 16 characters a line; now each line of
+    the dump that shows part of it is replaced, the text column too."""
+    shown = redactor(env={}, extra=[KEY])(FORMS[form])
+    for piece in ("9tSr", "ke72", "ZSW0"):
+        assert piece not in shown, shown
+
+
+def test_a_long_key_base64_wrapped_onto_lines_is_replaced() -> None:
+    """SUCCEEDED before: `base64` wraps at 76 columns, so the base64 of a key of 58 bytes or more (an Anthropic key is
+    108) stood on two lines, and no base64 form (searched as written) was found whole."""
+    printed = _wrapped_base64(LONG.encode())
+    assert "\n" in printed.strip()
+    clean = redactor(env={}, extra=[LONG])
+    shown = clean(printed)
+    assert REDACTED in shown
+    assert printed.split("\n")[0][8:60] not in shown
+
+
+def test_the_forms_are_replaced_in_json_and_in_the_model_s_answer() -> None:
+    """SUCCEEDED before: a tool's output (JSON) held the tab-separated key whole."""
+    clean = redactor(env={}, extra=[KEY])
+    value = {"output": f"x\t{FORMS['tabs']}\ty", "other": [FORMS["od -c"]]}
+    hidden = clean.json(value)
+    assert KEY[10:20] not in json.dumps(hidden).replace("\\t", "")
+    assert hidden["other"][0].count(REDACTED) >= 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a list, of, words, that, is, ordinary",
+        "00000000: 6865 6c6c 6f20 776f 726c 640a            hello world.\n",
+        "7390972 protected: a credential hit\n9d96a94 protected: a hit in the ids\n",
+        "\t".join("ordinary text with tabs in it"),
+        " ".join(f"{b:02x}" for b in b"the quick brown fox jumps"),
+    ],
+)
+def test_ordinary_text_is_left_as_it_is(text: str) -> None:
+    """Pin: text holding no form of the key, folded or read as a dump, is unchanged."""
+    assert redactor(env={}, extra=[KEY, LONG])(text) == text
+
+
+@pytest.mark.parametrize("cut", [4, 10, 20, 30])
+async def test_a_re_cased_key_split_across_two_deltas_is_replaced(monkeypatch: pytest.MonkeyPatch, cut: int) -> None:
+    """SUCCEEDED before: a mixed-case key split without a line break was held back by nothing (the loose hold ran only
+    on a piece holding a line break), and each half reached the events."""
+    mixed = "".join(c.upper() if i % 3 else c.lower() for i, c in enumerate(KEY))
+    assert mixed not in (KEY, KEY.upper(), KEY.lower())
+    shown = "".join(await _streamed(monkeypatch, [f"the key is {mixed[:cut]}", f"{mixed[cut:]} done"], KEY))
+    assert REDACTED in shown, shown
+    assert mixed[cut : cut + 8] not in shown, shown
+    assert mixed[-8:] not in shown, shown
+
+
+@pytest.mark.parametrize("form", ["tabs", "commas", "od -An -tx1", "every byte percent-encoded"])
+async def test_a_separated_key_split_across_two_deltas_is_replaced(monkeypatch: pytest.MonkeyPatch, form: str) -> None:
+    """SUCCEEDED before: the form's halves reached the events (no form of it was known at all)."""
+    printed = FORMS[form]
+    at = len(printed) // 2
+    shown = "".join(await _streamed(monkeypatch, [f"see {printed[:at]}", f"{printed[at:]} done"], KEY))
+    assert REDACTED in shown, shown
+    assert printed[at : at + 12] not in shown, shown
+
+
+def test_a_loose_form_begun_in_what_was_shown_is_still_replaced() -> None:
+    """SUCCEEDED before: three characters of a re-cased key (too few to hold back) were shown, and the rest, being no
+    whole loose form on its own, was shown too: 36 of its 39 characters."""
+    guard = SplitGuard(redactor(env={}, extra=[KEY]))
+    mixed = KEY.swapcase()
+    shown = guard.feed("key: " + mixed[:3]) + guard.feed(mixed[3:] + " end") + guard.release()
+    assert mixed[3:20] not in shown, shown
+    assert shown.endswith(f"{REDACTED} end"), shown
+
+
+# 3. a caller's store, wrapped
+
+
+class _Wrapped:
+    """A caller's own store around the file store: what a cache or a lock layer looks like."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _Slotted:
+    __slots__ = ("backing",)
+
+    def __init__(self, backing: object) -> None:
+        self.backing = backing
+
+
+@pytest.fixture
+def store_ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("UNIFIED_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("UNIFIED_SESSION_STORE_URL", raising=False)
+    monkeypatch.setattr(_protected, "_credential_cache", None)
+    ws = tmp_path / "ws"
+    (ws / "store" / "claude-code" / "ab").mkdir(parents=True)
+    (ws / "store/claude-code/ab/abcdef.json").write_text('{"header": {}, "state": "hunter2"}')
+    (ws / "plain.json").write_text("{}")
+    return ws
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        pytest.param(_Wrapped, id="attribute"),
+        pytest.param(lambda s: _Wrapped(_Wrapped(s)), id="twice"),
+        pytest.param(_Slotted, id="slots"),
+        pytest.param(lambda s: _Wrapped({"primary": s}), id="in-a-dict"),
+        pytest.param(lambda s: _Wrapped([s]), id="in-a-list"),
+    ],
+)
+async def test_a_wrapped_caller_s_store_is_protected(store_ws: Path, wrap: Any) -> None:
+    """SUCCEEDED before: the CLI's Read of another session's file in a wrapped caller's store ran unasked."""
+    store = wrap(FileSessionStore(store_ws / "store"))
+    EventStream(ExecuteParams(prompt="hi", backend="claude-code", cwd=store_ws, session_store=store))
+    body, decision = await _claude_answer(store_ws, "Read", {"file_path": "store/claude-code/ab/abcdef.json"})
+    assert body["behavior"] == "deny", body
+    assert "credential file" in str(decision.reason)
+    body, _ = await _claude_answer(store_ws, "Read", {"file_path": "plain.json"})
+    assert body["behavior"] == "allow", body
+
+
+def test_a_store_that_refers_to_itself_is_searched_in_bounded_time(store_ws: Path) -> None:
+    """Pin: a wrapper cycle, and a very wide one, end the search (no recursion error, no hang)."""
+    from unified._execute import _file_stores
+
+    loop = _Wrapped(None)
+    loop._inner = loop
+    assert list(_file_stores(loop)) == []
+    wide = _Wrapped([object() for _ in range(100_000)] + [FileSessionStore(store_ws / "store")])
+    assert list(_file_stores(wide)) == []  # past the bound: not searched, as before
+
+
+def test_quoted_url_parts_stay_readable() -> None:
+    """Pin: percent-encoded text that holds no key is left as it is."""
+    text = urllib.parse.quote("a path/with spaces and ünïcode")
+    assert redactor(env={}, extra=[KEY])(text) == text
