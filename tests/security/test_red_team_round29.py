@@ -277,3 +277,73 @@ def test_quoted_url_parts_stay_readable() -> None:
     """Pin: percent-encoded text that holds no key is left as it is."""
     text = urllib.parse.quote("a path/with spaces and ünïcode")
     assert redactor(env={}, extra=[KEY])(text) == text
+
+
+# 4. files that run code, or choose where it comes from, that no protected pattern named
+
+NEWLY_PROTECTED = [
+    ".lfsconfig",
+    "sub/.lfsconfig",
+    ".kshrc",
+    ".mkshrc",
+    ".cshrc",
+    ".tcshrc",
+    ".login",
+    ".xonshrc",
+    ".config/xonsh/rc.xsh",
+    ".config/nushell/config.nu",
+    ".pdbrc",
+    ".pryrc",
+    ".octaverc",
+    ".guile",
+    ".sbclrc",
+    ".racketrc",
+    ".nanorc",
+    ".config/nano/nanorc",
+    ".muttrc",
+    ".mailcap",
+    ".forward",
+    ".yarn/releases/yarn-4.1.0.cjs",
+    ".yarn/plugins/@yarnpkg/plugin-x.cjs",
+    ".gemrc",
+    ".bundle/config",
+    ".config/uv/uv.toml",
+    ".config/pypoetry/config.toml",
+]
+
+
+@pytest.mark.parametrize("path", NEWLY_PROTECTED)
+async def test_a_write_of_a_file_that_runs_code_later_is_asked(tmp_path: Path, path: str) -> None:
+    """SUCCEEDED before: auto_edit wrote each unasked (`.pdbrc`'s `!import os; os.system(...)` runs at the next
+    `breakpoint()`, `.yarn/releases/*.cjs` at the next `yarn`, `.lfsconfig`'s `lfs.url` gets the next push)."""
+    from unified.tools import ToolCall, ToolRuntime
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    async with ToolRuntime(ws, approval_mode="auto_edit") as tools:
+        [outcome] = await tools.run_batch([ToolCall("1", "write_file", {"file_path": path, "content": "pwned\n"})])
+    assert outcome.is_error
+    assert outcome.decision.rule == "protected-paths"
+    assert not (ws / path).exists()
+
+
+@pytest.mark.parametrize("path", [".pdbrc", ".yarn/releases/yarn-4.1.0.cjs", ".lfsconfig", ".kshrc"])
+async def test_a_claude_code_write_of_one_is_asked(tmp_path: Path, path: str) -> None:
+    """SUCCEEDED before: Claude Code's Write of it was allowed in acceptEdits."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    body, decision = await _claude_answer(ws, "Write", {"file_path": path, "content": "x"})
+    assert body["behavior"] == "deny", body
+    assert decision.rule == "protected-paths"
+
+
+@pytest.mark.parametrize("path", [".yarn/cache/x.zip", "yarn.lock", "pdbrc.md", "docs/.login.md", "gemrc"])
+async def test_their_neighbours_are_still_written_unasked(tmp_path: Path, path: str) -> None:
+    """Pin: the files beside them are not protected."""
+    from unified.tools import ToolCall, ToolRuntime
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    async with ToolRuntime(ws, approval_mode="auto_edit") as tools:
+        [outcome] = await tools.run_batch([ToolCall("1", "write_file", {"file_path": path, "content": "x\n"})])
+    assert not outcome.is_error, outcome.response
