@@ -347,3 +347,87 @@ async def test_their_neighbours_are_still_written_unasked(tmp_path: Path, path: 
     async with ToolRuntime(ws, approval_mode="auto_edit") as tools:
         [outcome] = await tools.run_batch([ToolCall("1", "write_file", {"file_path": path, "content": "x\n"})])
     assert not outcome.is_error, outcome.response
+
+
+# 5. credential files no entry named
+
+NEW_CREDENTIALS = [
+    ".config/sops/age/keys.txt",
+    ".config/age/keys.txt",
+    ".mc/config.json",
+    ".local/share/atuin/key",
+    ".local/share/atuin/session",
+    ".talos/config",
+    ".dbt/profiles.yml",
+    ".snowflake/connections.toml",
+    ".snowflake/config.toml",
+    ".ivy2/.credentials",
+    ".sbt/.credentials",
+    ".android/adbkey",
+    ".minikube/profiles/dev/client.key",
+    ".minikube/ca.key",
+    ".mozilla/firefox/ab12.default-release/logins.json",
+    ".mozilla/firefox/ab12.default-release/key4.db",
+    ".mozilla/firefox/ab12.default-release/cookies.sqlite",
+    ".config/google-chrome/Default/Login Data",
+    ".config/google-chrome/Profile 1/Cookies",
+    ".config/chromium/Default/Login Data",
+    ".config/chromium/Default/Cookies",
+    ".bash_history",
+    ".zsh_history",
+    ".histfile",
+    ".local/share/fish/fish_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".node_repl_history",
+    ".rediscli_history",
+]
+SECRET = "AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A run in the home folder, holding each file."""
+    home = tmp_path / "user"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("UNIFIED_DATA_DIR", str(tmp_path / "data"))
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(_protected, "_credential_cache", None)
+    for path in [*NEW_CREDENTIALS, "notes/history.md"]:
+        (home / path).parent.mkdir(parents=True, exist_ok=True)
+        (home / path).write_text(f"export TOKEN={SECRET}\n")
+    return home
+
+
+@pytest.mark.parametrize("path", NEW_CREDENTIALS)
+async def test_a_read_of_a_credential_file_no_entry_named_is_refused(home: Path, path: str) -> None:
+    """SUCCEEDED before: unified's read_file (default mode: reads run unasked) returned the key, a cookie database, a
+    history's pasted token."""
+    from unified.tools import ToolCall, ToolRuntime
+
+    async with ToolRuntime(home) as tools:
+        [outcome] = await tools.run_batch([ToolCall("1", "read_file", {"file_path": path})])
+    assert outcome.is_error
+    assert SECRET not in str(outcome.response)
+    assert "credential file" in str(outcome.response)
+
+
+@pytest.mark.parametrize("path", [".bash_history", ".config/sops/age/keys.txt", ".config/chromium/Default/Cookies"])
+async def test_a_claude_code_read_of_one_is_refused(home: Path, path: str) -> None:
+    """SUCCEEDED before: Claude Code's Read of it ran unasked."""
+    body, decision = await _claude_answer(home, "Read", {"file_path": path})
+    assert body["behavior"] == "deny", body
+    assert "credential file" in str(decision.reason)
+
+
+async def test_an_ordinary_file_of_the_home_is_still_read(home: Path) -> None:
+    """Pin: `notes/history.md` is none."""
+    from unified.tools import ToolCall, ToolRuntime
+
+    async with ToolRuntime(home) as tools:
+        [outcome] = await tools.run_batch([ToolCall("1", "read_file", {"file_path": "notes/history.md"})])
+    assert not outcome.is_error, outcome.response
