@@ -431,3 +431,46 @@ async def test_an_ordinary_file_of_the_home_is_still_read(home: Path) -> None:
     async with ToolRuntime(home) as tools:
         [outcome] = await tools.run_batch([ToolCall("1", "read_file", {"file_path": "notes/history.md"})])
     assert not outcome.is_error, outcome.response
+
+
+# 6. git grep reading from the repository's top
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git grep TOKEN -- ':/'",
+        "git grep TOKEN ':/'",
+        "git grep TOKEN -- ':(top)'",
+        "git grep -e TOKEN -- ':(top)top.env'",
+        "git grep -eTOKEN ':/'",
+        "git grep TOKEN HEAD:",
+        "git grep TOKEN HEAD:../..",
+    ],
+)
+async def test_a_codex_git_grep_from_the_repository_s_top_is_asked(tmp_path: Path, command: str) -> None:
+    """SUCCEEDED before: Codex's parse calls it a search, unified's read-only table agreed, and it ran unasked; in a
+    workspace that is a folder of a repository, `:/` searches the whole repository (measured with git 2.x: the
+    repository's `top.env`, outside the workspace, was printed)."""
+    from tests.security.test_red_team_round7 import _codex_command
+
+    ws = tmp_path / "repo" / "ws"
+    ws.mkdir(parents=True)
+    actions = [{"type": "search", "command": command, "query": "TOKEN", "path": None}]
+    answer, decision = await _codex_command(ws, command, ws, actions)
+    assert answer == "decline", decision
+    assert decision.decision == "deny"
+
+
+@pytest.mark.parametrize(
+    "command", ["git grep TOKEN", "git grep 'TODO:'", "git grep -n 'a: b' -- src", "git grep -A3 x HEAD"]
+)
+async def test_an_ordinary_git_grep_still_runs_unasked(tmp_path: Path, command: str) -> None:
+    """Pin: a colon in the pattern, a revision without one: still a read."""
+    from tests.security.test_red_team_round7 import _codex_command
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    actions = [{"type": "search", "command": command, "query": "x", "path": None}]
+    answer, _ = await _codex_command(ws, command, ws, actions)
+    assert answer == "accept"
