@@ -489,13 +489,27 @@ def _printed_forms(value: str) -> list[str]:
     ordinary text never holds it by chance. Mixed re-casing, any separator between the characters of the secret, its
     hex or its base64 (`fold`, `xxd -p`, tabs, commas, a colour code each, `%` before each byte), base64 of base64, and
     hex dumps with offsets (`xxd`, `hexdump -C`, `od -c`, `od -tx1`) are caught too (`Redactor.loose`, rounds 27
-    and 29). Not caught (measured, round 29): hex in little-endian words (`od -x`, `hexdump` without `-C`), decimal
-    bytes or HTML entities (`&#65;`), a dump whose lines were joined or cut again, `rot13` and other ciphers, other
-    encodings of encodings: a command the model chooses can always print a secret it can read in a form no redactor
-    knows; what keeps it safe is that the model's commands cannot read it (the child's environment,
-    `hide_host_environment`)."""
+    and 29), and so are its bytes one by one in decimal, octal, hex with `x`, `0x` or `u00` before each, or in
+    little-endian words (`_byte_forms`: `od -tu1`, `od -b`, `od -x`, `hexdump`, `xxd -i`, HTML entities, C escapes).
+    Not caught (measured, round 29): a dump whose lines were joined or cut again, 16-bit decimal words (`od -d`),
+    `rot13` and other ciphers, other encodings of encodings: a command the model chooses can always print a secret it
+    can read in a form no redactor knows; what keeps it safe is that the model's commands cannot read it (the child's
+    environment, `hide_host_environment`)."""
     hexed = value.encode().hex()
     return [value.upper(), value.lower(), value[::-1], hexed, hexed.upper(), " ".join(value), "\n".join(value)]
+
+
+def _byte_forms(data: bytes) -> list[str]:
+    """What a dump or an escape prints of `data`'s bytes one by one, as `_fold` leaves it (round 29): decimal
+    (`od -tu1`, `&#65;`), octal (`od -b`), each with `x`, `0x` or `u00` before its hex (`&#x41;`, `\\x41`, `xxd -i`,
+    `\\u0041`), and hex in little-endian 16-bit words at either alignment (`od -x`, `hexdump`)."""
+    words = ["".join(data[at : at + 2][::-1].hex() for at in range(start, len(data) - 1, 2)) for start in (0, 1)]
+    return [
+        "".join(map(str, data)),
+        "".join(f"{b:03o}" for b in data),
+        *("".join(f"{prefix}{b:02x}" for b in data) for prefix in ("x", "0x", "u00")),
+        *words,
+    ]
 
 
 def _pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
@@ -523,7 +537,7 @@ def _loose_forms(values: tuple[str, ...]) -> tuple[str, ...]:
         if len(value) >= ANYWHERE_LENGTH:
             inner = _base64_forms(value)  # a URL-safe one folds as its standard one does: only those are encoded
             outer = (form for core in inner if "-" not in core and "_" not in core for form in _base64_forms(core))
-            forms = [value, value.encode().hex(), *inner, *outer]
+            forms = [value, value.encode().hex(), *inner, *outer, *_byte_forms(value.encode())]
             found.update(folded for form in forms if len(folded := _fold(form)) >= _LOOSE_MIN)
     return tuple(sorted(found, key=lambda v: (-len(v), v)))
 

@@ -15,9 +15,12 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   `FileSessionStore`) was no store `_execute._protect_store` recognised: a Claude Code Read of another session's file
   in it ran unasked. Now the attributes of the store are searched (a few levels, a bounded count) for a file store.
 
-Left, measured (docs/tools.md, `_printed_forms`): `od -x` / `hexdump` without `-C` (little-endian words), decimal
-bytes, HTML entities, rot13 and other ciphers: a command the model chooses can always print a secret it can read in a
-form no redactor knows.
+- the key's bytes one by one in decimal (`od -tu1`, `&#65;`), octal (`od -b`), with `x`/`0x` before each hex
+  (`&#x41;`, `\\x41`, `xxd -i`), or in little-endian words (`od -x`, `hexdump`): now `_redaction._byte_forms`.
+
+Left, measured (docs/protocol.md, `_printed_forms`): 16-bit decimal words (`od -d`), a dump whose lines were joined,
+rot13 and other ciphers: a command the model chooses can always print a secret it can read in a form no redactor
+knows.
 """
 
 from __future__ import annotations
@@ -82,6 +85,24 @@ def _od_tx1(data: bytes) -> str:
     return "".join(" " + " ".join(f"{b:02x}" for b in data[at : at + 16]) + "\n" for at in range(0, len(data), 16))
 
 
+def _od_x(data: bytes, base: int = 8, width: int = 7) -> str:
+    """What `od -x` prints (octal offsets; `hexdump` the same with hex ones): little-endian 16-bit words."""
+    if len(data) % 2:
+        data += b"\0"
+    lines = []
+    for at in range(0, len(data), 16):
+        chunk = data[at : at + 16]
+        words = " ".join(chunk[i : i + 2][::-1].hex() for i in range(0, len(chunk), 2))
+        lines.append(f"{at:0{width}{'o' if base == 8 else 'x'}} {words}")
+    return "\n".join(lines) + "\n"
+
+
+def _od_b(data: bytes) -> str:
+    """What `od -b` prints: octal offsets, octal bytes."""
+    lines = [f"{at:07o} " + " ".join(f"{b:03o}" for b in data[at : at + 16]) for at in range(0, len(data), 16)]
+    return "\n".join(lines) + "\n"
+
+
 def _wrapped_base64(data: bytes) -> str:
     """What `base64` prints: 76 columns a line."""
     encoded = base64.b64encode(data).decode()
@@ -105,6 +126,19 @@ FORMS = {
     "base64 of base64, in a line": base64.b64encode(base64.b64encode(_KEYED)).decode(),
     "hex with a space each byte": " ".join(f"{b:02x}" for b in KEY.encode()),
 }
+
+FORMS_2 = {  # the second batch: bytes one by one, in other bases and escapes
+    "od -x (little-endian words)": _od_x(_KEYED),
+    "hexdump (its default, od -x's)": _od_x(_KEYED, 16, 7),
+    "od -x, the key at an odd offset": _od_x(b"k=" + _KEYED[3:]),
+    "od -b (octal)": _od_b(_KEYED),
+    "od -An -tu1 (decimal)": "".join(f"{b:4d}" for b in _KEYED),
+    "xxd -i": ", ".join(f"0x{b:02x}" for b in _KEYED),
+    "HTML decimal entities": "".join(f"&#{b};" for b in KEY.encode()),
+    "HTML hex entities": "".join(f"&#x{b:x};" for b in KEY.encode()),
+    "C escapes": "".join(f"\\x{b:02x}" for b in KEY.encode()),
+}
+FORMS.update(FORMS_2)
 
 
 @pytest.mark.parametrize("form", list(FORMS))
