@@ -508,3 +508,58 @@ async def test_an_ordinary_git_grep_still_runs_unasked(tmp_path: Path, command: 
     actions = [{"type": "search", "command": command, "query": "x", "path": None}]
     answer, _ = await _codex_command(ws, command, ws, actions)
     assert answer == "accept"
+
+
+# 7. addresses Python's `is_global` calls global that lead to this machine or its cloud's metadata service
+
+ALLOW_FETCH = '[[rule]]\ntoolName = "web_fetch"\ndecision = "allow"\npriority = 100\n'
+LOCAL_ADDRESSES = [
+    "192.0.0.192",  # Oracle Cloud's metadata service, in 192.0.0.0/24 (IETF protocol assignments)
+    "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+    "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254
+    "64:ff9b:1::a9fe:a9fe",  # NAT64's local-use prefix
+    "2002:7f00:1::",  # 6to4 of 127.0.0.1
+    "2002:a9fe:a9fe::1",  # 6to4 of 169.254.169.254
+    "::7f00:1",  # IPv4-compatible 127.0.0.1
+    "::ffff:0:a9fe:a9fe",  # IPv4-translated 169.254.169.254
+]
+
+
+def _bracketed(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
+
+
+@pytest.mark.parametrize("address", LOCAL_ADDRESSES)
+async def test_a_claude_web_fetch_of_an_address_leading_here_is_asked(tmp_path: Path, address: str) -> None:
+    """SUCCEEDED before: under an allow rule for web_fetch the fetch ran unasked (`is_global` is True for each)."""
+    from unified.tools import Policy
+
+    url = f"http://{_bracketed(address)}/latest/meta-data/"
+    body, decision = await _claude_answer(
+        tmp_path, "WebFetch", {"url": url, "prompt": "x"}, Policy.default().with_toml(ALLOW_FETCH)
+    )
+    assert body["behavior"] == "deny", body
+    assert decision.rule == "local-network"
+
+
+@pytest.mark.parametrize("address", ["192.0.0.192", "64:ff9b::a9fe:a9fe", "2002:7f00:1::"])
+async def test_a_name_resolving_to_one_is_asked(monkeypatch: pytest.MonkeyPatch, address: str) -> None:
+    """SUCCEEDED before: a public name whose A/AAAA record is one of them was judged global."""
+    from unified import _urls
+
+    async def answer(host: str, port: int) -> list[str]:
+        return [address]
+
+    monkeypatch.setattr(_urls, "_addresses", answer)
+    assert await _urls.resolves_locally("https://meta.attacker.example/") is not None
+
+
+@pytest.mark.parametrize(
+    "address", ["8.8.8.8", "2606:4700:4700::1111", "64:ff9b::808:808", "2002:808:808::1", "::808:808", "192.0.2.1"]
+)
+def test_public_addresses_and_their_translations_stay_public(address: str) -> None:
+    """Pin: a NAT64 or 6to4 address of a public IPv4 one is public (192.0.2.1, documentation, was never global)."""
+    from unified._urls import local_target
+
+    expected = address == "192.0.2.1"
+    assert (local_target(f"http://{_bracketed(address)}/") is not None) is expected
