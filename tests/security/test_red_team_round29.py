@@ -563,3 +563,12 @@ def test_public_addresses_and_their_translations_stay_public(address: str) -> No
 
     expected = address == "192.0.2.1"
     assert (local_target(f"http://{_bracketed(address)}/") is not None) is expected
+
+
+def test_the_gemini_cli_s_rules_name_the_new_credential_files_in_the_home_workspace(home: Path) -> None:
+    """SUCCEEDED before: the Gemini CLI's read tools, judged by `--policy` rules on a path's text, had no rule for them
+    (`credential_aliases` listed none)."""
+    aliases = _protected.credential_aliases([home])
+    assert aliases is not None
+    for path in (".bash_history", ".config/sops/age/keys.txt", ".config/chromium/Default/Cookies"):
+        assert path in aliases, aliases
