@@ -6,10 +6,10 @@ import contextlib
 import os
 import re
 import stat
-from collections.abc import AsyncIterator, Generator, Sequence
+from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sniffio
 from anyio.from_thread import start_blocking_portal
@@ -32,6 +32,9 @@ from unified.errors import ConfigurationError, RoutingError, SessionNotFound, Un
 from unified.events import Failover, JsonValue, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
 from unified.types import ExecuteParams, Fallback, ImageInput, image_type
+
+if TYPE_CHECKING:
+    from unified._sessions.stores import FileSessionStore
 
 __all__ = ["EventStream", "check_params", "execute", "execute_sync"]
 
@@ -500,7 +503,6 @@ def _protect_store(params: ExecuteParams) -> None:
     driver's import). Imported here: `from unified import execute` loads neither the stores nor the tool runtime
     (~0.1 s) until a run starts."""
     from unified._sessions.config import STORE_URL_ENV, store_from_url
-    from unified._sessions.stores import FileSessionStore
     from unified.tools._protected import credential_home
 
     store = params.session_store
@@ -508,8 +510,58 @@ def _protect_store(params: ExecuteParams) -> None:
     if store is None and url[:5].lower() == "file:":
         with contextlib.suppress(ConfigurationError):
             store = store_from_url(url)
-    if isinstance(store, FileSessionStore):
-        credential_home("session-store", store.root)
+    for found in _file_stores(store):
+        credential_home("session-store", found.root)
+
+
+_STORE_SEARCH_DEPTH = 4
+_STORE_SEARCH_OBJECTS = 256
+"""How far `_file_stores` looks into a caller's store: a wrapper's wrapper's list of stores is 4 deep; the objects it
+visits are bounded, so a store holding a large cache is searched no further than its first 256 objects."""
+
+
+def _file_stores(store: object) -> list[FileSessionStore]:
+    """The file session stores a caller's store is or holds: itself, or one an object of its own wraps (a cache,
+    a lock, a metrics layer around `FileSessionStore`, or a list or mapping of them), found in its instance attributes
+    (`__dict__`, `__slots__`) a few levels down (round 29: a wrapped store was no store `_protect_store` saw, and a
+    backend's reads of its sessions ran unasked). Bounded (`_STORE_SEARCH_*`), each object looked at once; a property
+    is never called (a stranger's code), and what cannot be read is passed by."""
+    from unified._sessions.stores import FileSessionStore
+
+    found: list[FileSessionStore] = []
+    seen: set[int] = set()
+    level: list[object] = [store]
+    for _ in range(_STORE_SEARCH_DEPTH + 1):
+        following: list[object] = []
+        for item in level:
+            if item is None or isinstance(item, (str, bytes, int, float, bool, type)) or id(item) in seen:
+                continue
+            if len(seen) >= _STORE_SEARCH_OBJECTS:
+                return found
+            seen.add(id(item))
+            if isinstance(item, FileSessionStore):
+                found.append(item)
+                continue
+            following += _held(item)
+        level = following
+    return found
+
+
+def _held(item: object) -> list[object]:
+    """What `item` holds as data: a container's items, an object's instance attributes (never a property: no call)."""
+    if isinstance(item, Mapping):
+        return [*item.values()] if len(item) <= _STORE_SEARCH_OBJECTS else []
+    if isinstance(item, (list, tuple, set, frozenset)):
+        return [*item] if len(item) <= _STORE_SEARCH_OBJECTS else []
+    held: list[object] = []
+    with contextlib.suppress(Exception):
+        held += object.__getattribute__(item, "__dict__").values()
+    for klass in type(item).__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots if isinstance(slots, (tuple, list)) else ():
+            with contextlib.suppress(Exception):
+                held.append(object.__getattribute__(item, name))
+    return held
 
 
 class EventStream(AsyncIterator[UnifiedEvent]):

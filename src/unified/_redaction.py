@@ -135,9 +135,12 @@ class Redactor:
     """The forms `loose` does not find, as one alternation of literals: one pass over a text (the 29 forms of three
     keys in 4 KB: 21 us, where a substring test each took 153 us)."""
     loose: tuple[str, ...] = ()
-    """The secrets of `ANYWHERE_LENGTH` or more and their hex forms, lower-cased: looked for in a text lower-cased
-    with its line breaks taken out (`_loose_in`), where a key re-cased at random or wrapped onto lines (`fold -w10`,
-    `xxd -p`'s 30 bytes a line, a terminal's wrap) is the key to anyone who reads it (round 27)."""
+    """The secrets of `ANYWHERE_LENGTH` or more, their hex, base64 and base64-of-base64 forms, folded (`_fold`:
+    lower-cased, all but letters and digits taken out): looked for in a text so folded (`_loose_in`), and in the
+    columns of a hex dump in it (`_dump_views`), where a key re-cased at random, wrapped onto lines (`fold -w10`,
+    `xxd -p`, `base64`'s 76 columns, a terminal's wrap: round 27), or printed with any separator between its
+    characters (tabs, commas, a colour code each, `%` before each byte, `xxd` or `od -c` with offsets: round 29) is the
+    key to anyone who reads it."""
 
     def __bool__(self) -> bool:
         return bool(self.values)
@@ -160,16 +163,14 @@ class Redactor:
         return self._plain_in(text) or ("\\u" in text and self._plain_in(_unescaped(text)[0]))
 
     def _loose_in(self, text: str) -> bool:
-        """Whether a `loose` form occurs in `text` lower-cased, its line breaks taken out (written as JSON escapes
-        too: a wrapped key in a JSON string, as `unified sessions show --json` or a cassette writes it)."""
+        """Whether a `loose` form occurs in `text` folded (`_fold`: JSON escapes of a line break or tab taken out too,
+        as `unified sessions show --json` or a cassette writes a wrapped key), or in a hex dump's columns of it."""
         if len(text) < len(self.loose[-1]):
             return False
-        folded = text.lower()
-        if "\n" in folded:
-            folded = folded.replace("\r", "").replace("\n", "")
-        if "\\" in folded:
-            folded = _JSON_BREAK.sub("", folded)
-        return any(map(folded.__contains__, self.loose))
+        folded = _fold(text)
+        if any(map(folded.__contains__, self.loose)):
+            return True
+        return any(any(map(view.__contains__, self.loose)) for view, _, _ in _dump_views(text))
 
     def _plain_in(self, text: str) -> bool:
         held = self.held
@@ -193,27 +194,26 @@ class Redactor:
         return text
 
     def _replace_loose(self, text: str, replacement: str) -> str:
-        """`text` with each `loose` form replaced where its characters stand in `text` (the line breaks
-        inside it go with it)."""
-        escaped = {i for m in _JSON_BREAK.finditer(text) for i in range(m.start(), m.end())} if "\\" in text else ()
-        starts = [i for i, c in enumerate(text) if c not in "\r\n" and i not in escaped]
-        folded = "".join(c if len(low := c.lower()) != 1 else low for c in (text[i] for i in starts))
+        """`text` with each `loose` form replaced where its characters stand in `text` (the separators inside it go
+        with it; in a hex dump, the lines that show it)."""
+        return _spliced(text, self._loose_spans(text), 0, replacement)
+
+    def _loose_spans(self, text: str) -> list[tuple[int, int]]:
+        """Where in `text` each `loose` form stands: from its first character to its last in the folded text, or the
+        whole lines of a hex dump whose columns show it (the text column of `xxd` or `hexdump -C` repeats the key)."""
         spans: list[tuple[int, int]] = []
-        for value in self.loose:  # longest first
-            at = folded.find(value)
-            while at >= 0:
-                spans.append((starts[at], starts[at + len(value) - 1] + 1))
-                at = folded.find(value, at + len(value))
-        out: list[str] = []
-        position = 0
-        for begin, end in sorted(spans):
-            if end <= position:
-                continue
-            if begin >= position:  # one that overlaps the one before extends its replacement
-                out += [text[position:begin], replacement]
-            position = end
-        out.append(text[position:])
-        return "".join(out)
+        views = [(*_folded_view(text), False)]
+        views += _dump_views(text)
+        for folded, starts, whole_lines in views:
+            for value in self.loose:  # longest first
+                at = folded.find(value)
+                while at >= 0:
+                    begin, end = starts[at], starts[at + len(value) - 1] + 1
+                    if whole_lines:
+                        begin, end = text.rfind("\n", 0, begin) + 1, _line_end(text, end)
+                    spans.append((begin, end))
+                    at = folded.find(value, at + len(value))
+        return spans
 
     def _replace(self, text: str, replacement: str) -> str:
         """`text` with the secrets and forms found as written (or `\\u`-escaped) replaced."""
@@ -258,17 +258,10 @@ class Redactor:
         tool of a bounded buffer: the text before `start` is context that is not shown again."""
         if self.pattern is None or not self.found_in(text):
             return text[start:]
-        out: list[str] = []
-        position = start
-        for match in self.pattern.finditer(text):
-            if match.end() <= start:
-                continue
-            if match.start() > position:
-                out.append(text[position : match.start()])
-            out.append(replacement)
-            position = max(position, match.end())
-        out.append(text[position:])
-        return self("".join(out), replacement)
+        spans = [match.span() for match in self.pattern.finditer(text)]
+        if self.loose and self._loose_in(text):  # a loose form begun before `start` too (round 29)
+            spans += self._loose_spans(text)
+        return self(_spliced(text, spans, start, replacement), replacement)
 
     def partial_suffix(self, text: str, least: int = 1) -> int:
         """The length of the longest end of `text` that begins some secret (without being all of
@@ -345,8 +338,115 @@ class Redactor:
 
 
 _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})")
-_JSON_BREAK = re.compile(r"\\[rn]")
-"""A line break written as a JSON (or C) escape: what `Redactor.loose` takes out of a text as it does `\n`."""
+_SKIPPED = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\\[rnt]")
+"""What `_fold` takes out of a text besides the characters that are no ASCII letter or digit: a terminal colour code
+(`ESC[31m`: its digits and letter are none of a key's), a line break or tab written as a JSON (or C) escape."""
+_FOLDED_OUT = bytes(b for b in range(256) if not (0x30 <= b <= 0x39 or 0x61 <= b <= 0x7A))
+"""The bytes `_fold` takes out of a text lower-cased: all but ASCII digits and small letters (one `bytes.translate`:
+4 us for 4 KB, where a regular expression took 100)."""
+_SHAPE = bytes(
+    ord("h") if chr(b) in "0123456789abcdefABCDEF" else b if chr(b) in " \n:" else ord(" ") if b == 9 else ord(".")
+    for b in range(256)
+)
+"""A text's bytes as `_dump_lines` reads them: hex digits `h`, a tab a space, a space, line break and colon as they
+are, anything else `.` (a text encoded with one `?` for each character that is no ASCII: its positions stay)."""
+_KEPT = re.compile(r"[0-9A-Za-z]+")
+_LOOSE_MIN = 16
+"""A folded form shorter than this is not looked for: a secret of punctuation mostly folds to too little to tell."""
+_DUMP_TEXT = re.compile(r"^(.*?)\s*(?:\|(.*)\||>(.*)<)\s*$|^([0-9A-Fa-f]{2,}(?: [0-9A-Fa-f]{2,})*) {2,}(.+)$")
+"""A dump line's bytes and its text column: `hexdump -C`'s `|...|`, `od -tx1z`'s `>...<`, `xxd`'s after two spaces."""
+
+
+def _fold(text: str) -> str:
+    """`text` lower-cased with all but ASCII letters and digits taken out (colour codes and escaped line breaks too):
+    where `Redactor.loose` looks for its forms."""
+    if "\x1b" in text or "\\" in text:
+        text = _SKIPPED.sub("", text)
+    return text.encode("ascii", "ignore").lower().translate(None, _FOLDED_OUT).decode("ascii")
+
+
+def _dump_lines(text: str) -> list[tuple[int, int]]:
+    """Where the lines of a hex dump in `text` (`xxd`, `hexdump -C`, `od -c`, `od -tx1`) show their bytes: after an
+    offset (six or more hex digits, at a line's beginning or after a space: `printf 'k: '; xxd`, then `:` or not, then
+    spaces), to the line's end. Found on `_SHAPE`, with substring searches (most text has no six hex digits in a row:
+    one `bytes.translate` and one search; a regular expression took 300 us for 4 KB)."""
+    if "\n" not in text:  # one line: its offset cuts no key, which the folded text then shows whole
+        return []
+    shape = text.encode("ascii", "replace").translate(_SHAPE)
+    size = len(shape)
+    found: list[tuple[int, int]] = []
+    at = shape.find(b"hhhhhh")
+    while at >= 0:
+        begin, end = at, at + 6
+        while begin and shape[begin - 1] == 0x68:
+            begin -= 1
+        while end < size and shape[end] == 0x68:
+            end += 1
+        rest = end + (end < size and shape[end] == 0x3A)
+        if (not begin or shape[begin - 1] in b" \n") and rest < size and shape[rest] == 0x20:
+            while rest < size and shape[rest] == 0x20:
+                rest += 1
+            line_end = shape.find(b"\n", rest)
+            line_end = size if line_end < 0 else line_end
+            if rest < line_end:
+                found.append((rest, line_end))
+            end = line_end
+        at = shape.find(b"hhhhhh", end)
+    return found
+
+
+def _folded_view(text: str) -> tuple[str, list[int]]:
+    """`_fold(text)`, and where each of its characters stands in `text`."""
+    if "\x1b" in text or "\\" in text:  # blanked, not taken out: the positions stay those of `text`
+        text = _SKIPPED.sub(lambda m: " " * len(m[0]), text)
+    parts: list[str] = []
+    starts: list[int] = []
+    for match in _KEPT.finditer(text):
+        parts.append(match[0])
+        starts += range(match.start(), match.end())
+    return "".join(parts).lower(), starts
+
+
+def _dump_views(text: str) -> list[tuple[str, list[int], bool]]:
+    """A hex dump's bytes and its text column, each read down its lines without the offsets (which cut the key's
+    hex every 16 bytes in `xxd`, and the key every 16 characters in `od -c`), folded, with where each character stands
+    in `text`; `True`: a match replaces the dump's lines whole."""
+    columns: tuple[tuple[list[str], list[int]], tuple[list[str], list[int]]] = (([], []), ([], []))
+    for rest, line_end in _dump_lines(text):
+        line = text[rest:line_end]
+        parts = _DUMP_TEXT.match(line)
+        if parts is None:
+            pieces = [(line, rest)]
+        elif parts[4] is not None:
+            pieces = [(parts[4], rest + parts.start(4)), ("", 0), (parts[5], rest + parts.start(5))]
+        else:
+            which = 2 if parts[2] is not None else 3
+            pieces = [(parts[1], rest), ("", 0), (parts[which], rest + parts.start(which))]
+        for (chars, starts), (piece, at) in zip(columns, pieces[::2], strict=False):
+            for match in _KEPT.finditer(piece):
+                chars.append(match[0].lower())
+                starts += range(at + match.start(), at + match.end())
+    return [("".join(chars), starts, True) for chars, starts in columns if chars]
+
+
+def _line_end(text: str, at: int) -> int:
+    end = text.find("\n", at)
+    return len(text) if end < 0 else end
+
+
+def _spliced(text: str, spans: list[tuple[int, int]], start: int, replacement: str) -> str:
+    """`text[start:]` with each span replaced, overlapping ones by one replacement; a span begun before `start` is
+    replaced from there (its beginning is context not shown again)."""
+    out: list[str] = []
+    position = start
+    for begin, end in sorted(spans):
+        if end <= position:
+            continue
+        if begin >= position or not out:  # one that overlaps the one before extends its replacement
+            out += [text[position : max(begin, position)], replacement]
+        position = end
+    out.append(text[position:])
+    return "".join(out)
 
 
 def _unescaped(text: str) -> tuple[str, list[int]]:
@@ -386,14 +486,30 @@ def _printed_forms(value: str) -> list[str]:
     """The forms one short command prints a known secret in (`tr a-z A-Z`, `rev`, `xxd -p`, `sed 's/./& /g'`,
     `fold -w1`): upper and lower case, reversed, hex (both cases), a space or a line break after every character.
     Each is the secret to anyone who reads it and, at `ANYWHERE_LENGTH` characters or more, like a base64 form,
-    ordinary text never holds it by chance. Mixed re-casing and line breaks inside the secret or its hex (`fold`,
-    `xxd -p`) are caught too (`Redactor.loose`). Not caught (measured, round 27): other separators (tabs, commas,
-    a color code between characters), hex grouped with offsets (`xxd`, `od -c`), every byte percent-encoded or as an
-    HTML entity, decimal bytes, `rot13`, and encodings of encodings: a command the model chooses can always print a
-    secret it can read in a form no redactor knows; what keeps it safe is that the model's commands cannot read it
-    (the child's environment, `hide_host_environment`)."""
+    ordinary text never holds it by chance. Mixed re-casing, any separator between the characters of the secret, its
+    hex or its base64 (`fold`, `xxd -p`, tabs, commas, a colour code each, `%` before each byte), base64 of base64, and
+    hex dumps with offsets (`xxd`, `hexdump -C`, `od -c`, `od -tx1`) are caught too (`Redactor.loose`, rounds 27
+    and 29), and so are its bytes one by one in decimal, octal, hex with `x`, `0x` or `u00` before each, or in
+    little-endian words (`_byte_forms`: `od -tu1`, `od -b`, `od -x`, `hexdump`, `xxd -i`, HTML entities, C escapes).
+    Not caught (measured, round 29): a dump whose lines were joined or cut again, 16-bit decimal words (`od -d`),
+    `rot13` and other ciphers, other encodings of encodings: a command the model chooses can always print a secret it
+    can read in a form no redactor knows; what keeps it safe is that the model's commands cannot read it (the child's
+    environment, `hide_host_environment`)."""
     hexed = value.encode().hex()
     return [value.upper(), value.lower(), value[::-1], hexed, hexed.upper(), " ".join(value), "\n".join(value)]
+
+
+def _byte_forms(data: bytes) -> list[str]:
+    """What a dump or an escape prints of `data`'s bytes one by one, as `_fold` leaves it (round 29): decimal
+    (`od -tu1`, `&#65;`), octal (`od -b`), each with `x`, `0x` or `u00` before its hex (`&#x41;`, `\\x41`, `xxd -i`,
+    `\\u0041`), and hex in little-endian 16-bit words at either alignment (`od -x`, `hexdump`)."""
+    words = ["".join(data[at : at + 2][::-1].hex() for at in range(start, len(data) - 1, 2)) for start in (0, 1)]
+    return [
+        "".join(map(str, data)),
+        "".join(f"{b:03o}" for b in data),
+        *("".join(f"{prefix}{b:02x}" for b in data) for prefix in ("x", "0x", "u00")),
+        *words,
+    ]
 
 
 def _pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
@@ -414,9 +530,15 @@ def _plain(values: tuple[str, ...], loose: tuple[str, ...] = ()) -> Redactor:
 
 
 def _loose_forms(values: tuple[str, ...]) -> tuple[str, ...]:
-    """The `Redactor.loose` forms of `values`: each long one and its hex, lower-cased, longest first."""
-    long = [v for v in values if len(v) >= ANYWHERE_LENGTH]
-    found = {form for v in long for form in (v.lower(), v.encode().hex())}
+    """The `Redactor.loose` forms of `values`: each long one, its hex, its base64 forms and theirs (base64 of base64:
+    each alignment of each alignment), folded (`_fold`), longest first."""
+    found: set[str] = set()
+    for value in values:
+        if len(value) >= ANYWHERE_LENGTH:
+            inner = _base64_forms(value)  # a URL-safe one folds as its standard one does: only those are encoded
+            outer = (form for core in inner if "-" not in core and "_" not in core for form in _base64_forms(core))
+            forms = [value, value.encode().hex(), *inner, *outer, *_byte_forms(value.encode())]
+            found.update(folded for form in forms if len(folded := _fold(form)) >= _LOOSE_MIN)
     return tuple(sorted(found, key=lambda v: (-len(v), v)))
 
 
@@ -433,9 +555,11 @@ def _compiled(values: tuple[str, ...]) -> Redactor:
     if forms:
         values = tuple(sorted({*values, *forms}, key=lambda v: (-len(v), v)))
     loose = _loose_forms(held)
-    # The forms `loose` finds too (upper, lower, hex in either case, a line break after each character) are left out
-    # of the one pass: `found_in` looks for them there (round 27: 11 forms a key in that pass, now 6).
-    searched = [f for f in forms if f.lower().replace("\n", "") not in loose]
+    # The forms `loose` finds too (upper, lower, hex in either case, base64, a space or line break after each
+    # character) are left out of the one pass: `found_in` looks for them there (round 27: 11 forms a key in that pass,
+    # then 6; round 29: 1, the reversed key).
+    folded = set(loose)
+    searched = [f for f in forms if _fold(f) not in folded]
     shortest = min((len(f) for f in searched), default=0)
     alternation = re.compile("|".join(map(re.escape, searched))) if searched else None
     return Redactor(values, _pattern(values), held, forms, shortest, alternation, loose)
@@ -753,8 +877,10 @@ class SplitGuard:
         self._tail = ""
         self._held = ""
         self._loose = _plain(redactor.loose) if redactor.loose else None
-        """The `loose` forms as secrets to hold back the beginning of, in a text with its line breaks taken out."""
-        self._loose_keep = 2 * len(redactor.loose[0]) + 2 if redactor.loose else 0
+        """The `loose` forms as secrets to hold back the beginning of, in a text folded (`_fold`)."""
+        self._loose_keep = 6 * len(redactor.loose[0]) if redactor.loose else 0
+        """How far back a loose form's beginning is looked for: room for a separator of up to five characters after
+        each of its characters (`['A', 'I', ...]`, `od -c`'s columns)."""
 
     def feed(self, piece: str) -> str:
         tail = self._tail
@@ -762,8 +888,8 @@ class SplitGuard:
         hold = self._redactor.partial_suffix(combined, SPLIT_HOLD_MIN)
         # a beginning of a secret already shown (shorter than SPLIT_HOLD_MIN then) holds its rest
         hold = 0 if hold < SPLIT_HOLD_MIN else min(hold, len(combined) - len(tail))
-        # only a line break not yet shown matters: what was shown is not held back again
-        if not hold and self._loose is not None and ("\n" in piece or "\n" in self._held):
+        # what was shown is not held back again
+        if not hold and self._loose is not None:
             hold = self._wrapped_hold(combined, len(tail))
         shown_until = len(combined) - hold
         visible = combined[:shown_until]  # all of it, not a copy, when nothing is held
@@ -772,23 +898,18 @@ class SplitGuard:
         return self._redactor.window(visible, len(tail))
 
     def _wrapped_hold(self, text: str, shown: int) -> int:
-        """How much of `text`'s end to hold back because, its line breaks taken out and lower-cased, it begins a
-        `loose` form (round 27: `fold -w10` of a key, one line a `tool_progress` piece, showed every line but the
-        last before the last arrived); at most what was not shown before (`shown` characters were)."""
+        """How much of `text`'s end to hold back because, folded (`_fold`), it begins a `loose` form (round 27:
+        `fold -w10` of a key, one line a `tool_progress` piece, showed every line but the last before the last
+        arrived; round 29: a key re-cased at random, or with a tab after each character, split anywhere, showed its
+        first half); at most what was not shown before (`shown` characters were)."""
         assert self._loose is not None
         start = max(len(text) - self._loose_keep, shown)
-        kept = text[start:].replace("\r", "").replace("\n", "")
-        folded = kept.lower()
-        if len(folded) != len(kept):  # a character whose lower case is longer: left as it is
-            folded = "".join(c if len(low := c.lower()) != 1 else low for c in kept)
+        folded = _fold(text[start:])
         size = self._loose.partial_suffix(folded, SPLIT_HOLD_MIN)
         if not size:
             return 0
-        at = len(text)  # back from the end over `size` characters that are no line break (rare: a hold)
-        while size:
-            at -= 1
-            size -= text[at] not in "\r\n"
-        return len(text) - at
+        _, starts = _folded_view(text[start:])  # where the held form begins (rare: a hold)
+        return len(text) - start - starts[len(folded) - size]
 
     def follow(self, other: SplitGuard) -> None:
         """This stream's next piece comes right after what `other`, another stream, showed last (a

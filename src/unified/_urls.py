@@ -130,14 +130,41 @@ def local_target(url: str) -> str | None:
         return "it names no host"
     address = _ip_address(host)
     if address is not None:
-        return None if address.is_global else f"its host {host} is a loopback, private or link-local address"
+        return f"its host {host} is a loopback, private or link-local address" if _local(address) else None
     if host in _LOCAL_NAMES or host.endswith((".localhost", ".internal", ".local")):
         return f"its host {host} names this machine or its local network"
     for embedded in _EMBEDDED_IPV4.findall(host):
         address = _ip_address(embedded.replace("-", "."))
-        if address is not None and not address.is_global:
+        if address is not None and _local(address):
             return f"its host {host} resolves to {address} through wildcard DNS"
     return None
+
+
+_NOT_GLOBAL_V4 = (ipaddress.IPv4Network("192.0.0.0/24"),)
+"""IPv4 blocks IANA lists as not globally reachable that Python's `is_global` (3.11) passes: 192.0.0.0/24 holds
+Oracle Cloud's metadata service, 192.0.0.192 (round 29)."""
+
+_EMBEDDING_V6 = (
+    ipaddress.IPv6Network("64:ff9b::/96"),  # NAT64's well-known prefix: the IPv4 address in its last 32 bits
+    ipaddress.IPv6Network("64:ff9b:1::/48"),  # NAT64's local-use prefix
+    ipaddress.IPv6Network("::/96"),  # IPv4-compatible (deprecated): `::7f00:1`
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),  # IPv4-translated (SIIT)
+)
+"""IPv6 blocks whose last 32 bits are an IPv4 address the packet is translated to or tunnelled towards."""
+
+
+def _local(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether a fetch of `address` may reach this machine, its network or its cloud's metadata service: it is not
+    global, or it is one of `_NOT_GLOBAL_V4`, or it carries an IPv4 address that is (`_EMBEDDING_V6`, 6to4's
+    `2002::/16`: round 29, `[64:ff9b::7f00:1]`, `[2002:7f00:1::]` and `[::7f00:1]` passed as global)."""
+    if not address.is_global:
+        return True
+    if isinstance(address, ipaddress.IPv4Address):
+        return any(address in network for network in _NOT_GLOBAL_V4)
+    embedded = address.sixtofour
+    if embedded is None and any(address in network for network in _EMBEDDING_V6):
+        embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return embedded is not None and _local(embedded)
 
 
 def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -208,7 +235,7 @@ async def resolves_locally(url: str) -> str | None:
             answers = []
     for answer in answers or ():
         address = _ip_address(answer.split("%", 1)[0])
-        if address is None or not address.is_global:
+        if address is None or _local(address):
             return f"its host {host} resolves to {answer}, a loopback, private or link-local address"
     if not answers and not any(os.environ.get(name) for name in PROXY_VARIABLES):
         return (

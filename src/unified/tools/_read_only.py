@@ -32,6 +32,7 @@ class _Program:
     script: re.Pattern[str] | None
     required: tuple[str, ...]
     valued: tuple[str, ...]
+    rooted: bool
 
 
 @functools.cache
@@ -46,6 +47,7 @@ def _table() -> dict[tuple[str, ...], _Program]:
             re.compile(script) if script else None,
             tuple(entry.get("required", ())),
             tuple(entry.get("valued", ())),
+            bool(entry.get("rooted", False)),
         )
         for command in entry["commands"]:
             table[tuple(command.split())] = program
@@ -104,6 +106,11 @@ def _judged(program: _Program, args: list[str]) -> str | None:
     missing = [option for option in program.required if option not in args]
     if missing:
         return f"without {missing[0]}"
+    if program.rooted:
+        operands = [arg.word for arg in _getopt(args, functools.partial(_takes, program.valued)) if arg.operand]
+        patterned = any(arg in _PATTERN_OPTIONS or arg.startswith(("-e", "-f", "--regexp", "--file")) for arg in args)
+        if any(":" in word for word in operands[0 if patterned else 1 :] if word != "--"):
+            return "a revision's tree or a pathspec's magic (a colon) reads from the repository's top"
     if program.script is not None:
         # Operands as the program's getopt reads them: `sed -n -l 1p '1e cmd' f` gives `1p` to `-l` (sed reads
         # its number with atoi) and runs the script `1e cmd`, which a first word without a dash took for `1p`.
@@ -111,6 +118,10 @@ def _judged(program: _Program, args: list[str]) -> str | None:
         if not operands or program.script.fullmatch(operands[0]) is None:
             return "a script that may write or run a program"
     return None
+
+
+_PATTERN_OPTIONS = frozenset({"-e", "-f", "--regexp", "--file"})
+"""Options of `git grep` that give its pattern: then no operand is the pattern."""
 
 
 def _takes(valued: tuple[str, ...], option: str) -> int:
