@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from unified._binary.framing import parse_object
-from unified._binary.process import killed_by, telling_line
+from unified._binary.process import killed_by, limit_kill, telling_line
 from unified._internal.reach import display_url, provider_unreachable
 from unified._redaction import clip
 from unified.errors import AuthError, BackendError, BackendUnavailable, RateLimited, UnifiedError
@@ -163,7 +163,7 @@ def error_from_exit(code: int | None, stderr: str, what: str) -> UnifiedError:
     last = telling_line(tail, STDERR_NOISE)
     status = "still running" if code is None else killed_by(-code) if code < 0 else f"exit status {code}"
     message = f"{what} ({status})" + (f": {last}" if last else "")
-    return BackendError(
+    return (BackendUnavailable if limit_kill(code) else BackendError)(
         message,
         hint="run `unified doctor` (it checks the binary and its credentials); the app-server's stderr is in this "
         "error's details",
