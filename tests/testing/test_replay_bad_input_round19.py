@@ -10,6 +10,9 @@
 - An agent's answer whose request line was removed: gemini-cli's stand-in played it before `initialize` was
   answered, the adapter failed the run, and the replay passed (exit 0, the recording's success not met); codex
   diverged at run time. Now refused before the run, naming the line and the id.
+- An HTTP cassette's `unified: workspace:` naming "a" and "a/b", or a name with a NUL: `internal_error` ("File
+  exists", "embedded null byte", exit 70) as the fresh workspace was written; a `unified:` block that is no mapping
+  was read as none (its answers and files unplayed). Now each is refused before the run.
 """
 
 from __future__ import annotations
@@ -111,3 +114,42 @@ async def test_an_answer_whose_request_line_was_removed_is_refused(backend: str,
         await _replayed(edited)  # gemini-cli's replay passed: the run failed, nothing differed for the stand-in
     assert str(raised.value).startswith(f"{edited}:{answer}: an answer to request {request_id}, which no line before")
     assert "record the cassette again" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("files", "words"),
+    [
+        ({"a": "one", "a/b": "two"}, "the workspace names 'a' a file and a folder (of 'a/b')"),
+        ({"./x/y": "one", "x/y/z": "two"}, "the workspace names 'x/y' a file and a folder (of 'x/y/z')"),
+        ({"a\x00b": "one"}, "the workspace file 'a\\x00b' is not a relative path inside it"),
+    ],
+    ids=["file-and-folder", "dot-slash", "nul"],
+)
+async def test_workspace_files_that_cannot_be_written_are_refused_before_the_run(
+    files: dict[str, str], words: str, tmp_path: Path
+) -> None:
+    """They ended the replay as `internal_error` ("File exists", "embedded null byte"; `unified replay` exit 70)."""
+    block = "".join(f"    {json.dumps(name)}: {text}\n" for name, text in files.items())
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(TEXT_TURN.read_text(encoding="utf-8") + "unified:\n  workspace:\n" + block, encoding="utf-8")
+    with pytest.raises(ReplayError) as raised:
+        await _replayed(edited)
+    assert words in str(raised.value)
+
+
+@pytest.mark.parametrize("block", ["[1]", "yes"])
+def test_a_unified_block_that_is_no_mapping_is_refused(block: str, tmp_path: Path) -> None:
+    """It was read as no block: the recorded answers, mode and workspace files silently not played."""
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(TEXT_TURN.read_text(encoding="utf-8") + f"unified: {block}\n", encoding="utf-8")
+    with pytest.raises(ReplayError, match=r"its `unified:` block is a (list|bool), not a mapping"):
+        describe(edited)
+
+
+def test_workspace_files_in_folders_of_their_own_still_read(tmp_path: Path) -> None:
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(
+        TEXT_TURN.read_text(encoding="utf-8") + "unified:\n  workspace:\n    a/b: one\n    ./a/c: two\n",
+        encoding="utf-8",
+    )
+    assert describe(edited).workspace == {"a/b": "one", "a/c": "two"}

@@ -279,12 +279,30 @@ def _base_params(info: CassetteInfo, params: ExecuteParams | None, cwd: Path, in
     )
 
 
+def _workspace(path: Path, files: Mapping[Any, Any]) -> dict[str, str]:
+    """The `unified: workspace:` files of an HTTP cassette, each name checked before anything runs: a relative path
+    inside the workspace, without a NUL, and no file's name a folder of another's ("a" and "a/b"). The last two
+    ended the replay as `internal_error` when the fresh workspace was written ("embedded null byte", "File
+    exists", exit 70)."""
+    workspace: dict[str, str] = {}
+    for name, text in files.items():
+        parts = PurePosixPath(str(name)).parts
+        if not parts or PurePosixPath(str(name)).is_absolute() or ".." in parts or "\0" in str(name):
+            raise ReplayError(f"{path}: the workspace file {str(name)!r} is not a relative path inside it")
+        workspace["/".join(parts)] = str(text)  # "./a" is "a"
+    for relative in workspace:
+        parts = PurePosixPath(relative).parts
+        clash = next((folder for end in range(1, len(parts)) if (folder := "/".join(parts[:end])) in workspace), None)
+        if clash is not None:
+            raise ReplayError(
+                f"{path}: the workspace names {clash!r} a file and a folder (of {relative!r}); rename one of them"
+            )
+    return workspace
+
+
 def _write_workspace(info: CassetteInfo, cwd: Path) -> None:
     for relative, text in info.workspace.items():
-        parts = PurePosixPath(relative).parts
-        if not parts or PurePosixPath(relative).is_absolute() or ".." in parts:
-            raise ReplayError(f"{info.path}: the workspace file {relative!r} is not a relative path inside it")
-        target = cwd.joinpath(*parts)
+        target = cwd.joinpath(*PurePosixPath(relative).parts)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
 
@@ -361,7 +379,12 @@ def _describe_http(path: Path) -> CassetteInfo:
     body = json.loads(request.get("body") or "{}")
     source = _SOURCE_LINE.search(text)
     block = data.get(UNIFIED_KEY)
-    meta: Mapping[str, Any] = block if isinstance(block, dict) else {}
+    if block is not None and not isinstance(block, dict):  # was read as no block: its answers and files unplayed
+        raise ReplayError(
+            f"{path}: its `{UNIFIED_KEY}:` block is a {type(block).__name__}, not a mapping (approval_mode, answers, "
+            "workspace); mend it or remove it"
+        )
+    meta: Mapping[str, Any] = block or {}
     common: dict[str, Any] = {
         "path": path,
         "source": source["source"] if source else "unknown (the cassette does not say)",
@@ -369,7 +392,7 @@ def _describe_http(path: Path) -> CassetteInfo:
         "api_version": url.path.strip("/").split("/")[0] or None,
         "approval_mode": _approval_mode(path, meta) or "default",
         "answers": tuple(_answer_of(path, item) for item in meta.get("answers") or ()),
-        "workspace": {str(k): str(v) for k, v in (meta.get("workspace") or {}).items()},
+        "workspace": _workspace(path, meta.get("workspace") or {}),
     }
     if "/interactions" in url.path:
         return CassetteInfo(backend="interactions", prompt=_interaction_prompt(body), model=body.get("model"), **common)
