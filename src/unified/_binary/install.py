@@ -243,6 +243,7 @@ def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> Ver
                     [str(binary), "--version"],
                     capture_output=True,
                     text=True,
+                    errors="replace",  # bytes that are no UTF-8 are no version: said below, not a UnicodeDecodeError
                     timeout=PROBE_TIMEOUT_S,
                     env=probe,
                     check=False,
@@ -288,7 +289,13 @@ def node_version(spec: BinarySpec, env: Mapping[str, str]) -> Version:
         raise NodeUnavailable(f"Node.js was not found on PATH; {needs}", hint=NODE_HINT)
     try:
         done = subprocess.run(
-            [node, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=dict(env), check=False
+            [node, "--version"],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=PROBE_TIMEOUT_S,
+            env=dict(env),
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise NodeUnavailable(f"{node} --version failed: {exc}", hint=NODE_HINT) from exc

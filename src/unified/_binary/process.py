@@ -80,6 +80,7 @@ __all__ = [
     "ProcessStarter",
     "StderrTail",
     "killed_by",
+    "limit_kill",
     "start_subprocess",
     "telling_line",
 ]
@@ -105,6 +106,17 @@ def killed_by(number: int) -> str:
         return f"killed by signal {number}"
     meaning = _SIGNALS.get(name)
     return f"killed by signal {number} ({name}: {meaning})" if meaning else f"killed by signal {number} ({name})"
+
+
+_LIMITS = frozenset({signal.SIGXFSZ, signal.SIGXCPU})
+"""The signals by which the machine's own limits end a binary (`ulimit -f`, `ulimit -t`)."""
+
+
+def limit_kill(code: int | None) -> bool:
+    """Whether exit status `code` (negative: the signal) is a kill by one of the machine's limits (`_LIMITS`): a
+    limit of where it runs, not a fault of the binary, so its run is `backend_unavailable` (a fallback backend may
+    take it, as for a full disk) with what to raise; it was `backend_error`, as for a crash."""
+    return code is not None and code < 0 and -code in _LIMITS
 
 
 def telling_line(tail: str, noise: Sequence[str]) -> str:

@@ -87,9 +87,9 @@ async def record_run(
         )
     if path.suffix not in suffixes:
         raise RecordError(f"{path}: a {backend} cassette is a {' or '.join(suffixes)} file")
-    made = [parent for parent in (path.parent, *path.parent.parents) if not parent.exists()]
-    path.parent.mkdir(parents=True, exist_ok=True)
     scratch = path.with_name(f".{path.stem}.recording{path.suffix}")  # renamed to `path` once the run succeeded
+    made = _place(path, scratch)
+    events: list[UnifiedEvent] = []
     try:
         if backend == "gemini-cli":
             events = await _record_transcript(params, path, scratch, source, on_event)
@@ -106,15 +106,46 @@ async def record_run(
         if not scratch.is_file():
             raise RecordError("the run sent no request to record", events)
         scratch.replace(path)
+    except OSError as exc:  # a file in the way, no permission, a full disk: said as such, not as a bug of unified
+        _forget(scratch, made)
+        raise RecordError(_unwritable(path, exc), events) from exc
     except BaseException:
-        _remove(scratch)
-        for folder in made:  # the folders made for a cassette that was not written
-            with contextlib.suppress(OSError):
-                folder.rmdir()
+        _forget(scratch, made)
         raise
-    finally:
-        _remove(scratch)
     return events
+
+
+def _place(path: Path, scratch: Path) -> list[Path]:
+    """Make the cassette's folder and try its scratch file there, before the run: a cassette that cannot be written
+    (a folder of its name, a folder nothing can be made in) ran the whole run, spending the model's tokens, then
+    raised a bare OSError. Returns the folders it made, to remove if no cassette is written."""
+    if path.is_dir():
+        raise RecordError(f"{path}: is a folder; name the cassette file to write")
+    made = [parent for parent in (path.parent, *path.parent.parents) if not parent.exists()]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch.open("w").close()
+        _remove(scratch)
+    except OSError as exc:
+        _forget(scratch, made)
+        raise RecordError(_unwritable(path, exc)) from exc
+    return made
+
+
+def _unwritable(path: Path, exc: OSError) -> str:
+    return (
+        f"{path}: cannot be written ({exc.strerror or exc}: {exc.filename or path}); name a cassette file in a folder "
+        "this user can write"
+    )
+
+
+def _forget(scratch: Path, made: list[Path]) -> None:
+    """Remove what a recording that wrote no cassette left: its scratch file and the folders made for it."""
+    with contextlib.suppress(OSError):  # the error that ended it is the one to tell
+        _remove(scratch)
+    for folder in made:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 async def _run(params: ExecuteParams, on_event: EventCallback | None) -> list[UnifiedEvent]:

@@ -45,7 +45,7 @@ from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequenc
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, cast
+from typing import Any, cast, get_args
 from urllib.parse import urlsplit
 
 from unified._exports import publish
@@ -58,6 +58,25 @@ from unified.types import ApprovalMode, BackendName, ExecuteParams, UserInputHan
 __all__ = ["CassetteInfo", "RecordedAnswer", "ReplayDiverged", "ReplayError", "describe", "replay", "replay_events"]
 
 _ACP_MODES: Mapping[str, ApprovalMode] = {"default": "default", "autoEdit": "auto_edit", "yolo": "yolo", "plan": "plan"}
+_MODES: tuple[str, ...] = get_args(ApprovalMode)
+
+
+def _approval_mode(path: Path, meta: Mapping[str, Any]) -> ApprovalMode | None:
+    """The metadata's `approval_mode`, None when it names none. One that is no mode (a typo in an edited cassette)
+    is refused here: it ended the replay as `internal_error`, pydantic's literal_error called a bug in unified
+    (gemini-cli, claude-code, the HTTP backends), and codex replayed it as `default` without a word, so a cassette
+    recorded in yolo asked where the recording did not."""
+    mode = meta.get("approval_mode")
+    if mode is None or mode == "":
+        return None
+    if mode not in _MODES:
+        raise ReplayError(
+            f"{path}: its approval_mode {clip(json.dumps(mode), 80)} is no approval mode (one of "
+            f"{', '.join(_MODES)}); mend it to the mode the cassette was recorded in"
+        )
+    return cast("ApprovalMode", mode)
+
+
 _SOURCE_LINE = re.compile(r"^#\s*Recorded\s+\S+\s+against\s+(?P<source>.+?)\.?\s*$", re.MULTILINE)
 _MODEL_IN_PATH = re.compile(r"/models/(?P<model>[^/:]+):")
 _JSON_PROBLEMS = (
@@ -260,12 +279,30 @@ def _base_params(info: CassetteInfo, params: ExecuteParams | None, cwd: Path, in
     )
 
 
+def _workspace(path: Path, files: Mapping[Any, Any]) -> dict[str, str]:
+    """The `unified: workspace:` files of an HTTP cassette, each name checked before anything runs: a relative path
+    inside the workspace, without a NUL, and no file's name a folder of another's ("a" and "a/b"). The last two
+    ended the replay as `internal_error` when the fresh workspace was written ("embedded null byte", "File
+    exists", exit 70)."""
+    workspace: dict[str, str] = {}
+    for name, text in files.items():
+        parts = PurePosixPath(str(name)).parts
+        if not parts or PurePosixPath(str(name)).is_absolute() or ".." in parts or "\0" in str(name):
+            raise ReplayError(f"{path}: the workspace file {str(name)!r} is not a relative path inside it")
+        workspace["/".join(parts)] = str(text)  # "./a" is "a"
+    for relative in workspace:
+        parts = PurePosixPath(relative).parts
+        clash = next((folder for end in range(1, len(parts)) if (folder := "/".join(parts[:end])) in workspace), None)
+        if clash is not None:
+            raise ReplayError(
+                f"{path}: the workspace names {clash!r} a file and a folder (of {relative!r}); rename one of them"
+            )
+    return workspace
+
+
 def _write_workspace(info: CassetteInfo, cwd: Path) -> None:
     for relative, text in info.workspace.items():
-        parts = PurePosixPath(relative).parts
-        if not parts or PurePosixPath(relative).is_absolute() or ".." in parts:
-            raise ReplayError(f"{info.path}: the workspace file {relative!r} is not a relative path inside it")
-        target = cwd.joinpath(*parts)
+        target = cwd.joinpath(*PurePosixPath(relative).parts)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
 
@@ -342,15 +379,20 @@ def _describe_http(path: Path) -> CassetteInfo:
     body = json.loads(request.get("body") or "{}")
     source = _SOURCE_LINE.search(text)
     block = data.get(UNIFIED_KEY)
-    meta: Mapping[str, Any] = block if isinstance(block, dict) else {}
+    if block is not None and not isinstance(block, dict):  # was read as no block: its answers and files unplayed
+        raise ReplayError(
+            f"{path}: its `{UNIFIED_KEY}:` block is a {type(block).__name__}, not a mapping (approval_mode, answers, "
+            "workspace); mend it or remove it"
+        )
+    meta: Mapping[str, Any] = block or {}
     common: dict[str, Any] = {
         "path": path,
         "source": source["source"] if source else "unknown (the cassette does not say)",
         "base_url": f"{url.scheme}://{url.netloc}",
         "api_version": url.path.strip("/").split("/")[0] or None,
-        "approval_mode": cast("ApprovalMode", meta.get("approval_mode") or "default"),
+        "approval_mode": _approval_mode(path, meta) or "default",
         "answers": tuple(_answer_of(path, item) for item in meta.get("answers") or ()),
-        "workspace": {str(k): str(v) for k, v in (meta.get("workspace") or {}).items()},
+        "workspace": _workspace(path, meta.get("workspace") or {}),
     }
     if "/interactions" in url.path:
         return CassetteInfo(backend="interactions", prompt=_interaction_prompt(body), model=body.get("model"), **common)
@@ -421,7 +463,8 @@ def _vcr_block(path: Path) -> Iterator[Callable[[], str | None]]:
 def _read_transcript(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     lines: list[Any] = []
     numbers: list[int] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    # an editor's byte order mark is no part of the transcript (YAML reads past it on its own)
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
         if line.strip():
             try:
                 lines.append(json.loads(line))
@@ -431,8 +474,16 @@ def _read_transcript(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     for number, line in zip(numbers, lines, strict=True):
         if not isinstance(line, dict):
             raise ReplayError(f"{path}:{number}: a JSON {type(line).__name__}; every line of a transcript is an object")
-    if not lines or "dir" in lines[0]:
-        raise ReplayError(f"{path}:1: a gemini-cli transcript starts with a metadata line (no `dir` key)")
+    if not lines:
+        raise ReplayError(f"{path}: the file is empty; a transcript is a metadata line, then its messages")
+    if "dir" in lines[0]:
+        raise ReplayError(f"{path}:1: a transcript starts with a metadata line (no `dir` key); this line has one")
+    backend = lines[0].get("backend", "gemini-cli")  # the first gemini-cli cassettes name no backend
+    if backend not in _TRANSCRIPT_BACKENDS:
+        raise ReplayError(
+            f"{path}:1: the metadata line names the backend {clip(json.dumps(backend), 80)}; a transcript is of "
+            f"{', '.join(_TRANSCRIPT_BACKENDS)}"
+        )
     entries = lines[1:]
     for number, entry in zip(numbers[1:], entries, strict=True):
         if entry.get("dir") == "chat":
@@ -456,7 +507,14 @@ def _read_transcript(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                 "replay would wait for the repeat without end; remove the line, or record the cassette again"
             )
         sent = (number, entry["msg"])
-    unanswered = _unanswered(str(lines[0].get("backend") or "gemini-cli"), entries)
+    stray = None if backend == "claude-code" else _stray_answer(entries)
+    if stray is not None:
+        raise ReplayError(
+            f"{path}:{numbers[1 + stray[0]]}: an answer to request {stray[1]}, which no line before it sends (its "
+            "line was removed, or this one moved): the adapter would meet an answer it never asked for; record the "
+            "cassette again"
+        )
+    unanswered = _unanswered(backend, entries)
     if unanswered is not None:
         raise ReplayError(
             f"{path}:{numbers[1 + unanswered[0]]}: the run waits here for {unanswered[1]}, which the transcript "
@@ -501,6 +559,21 @@ def _unanswered(backend: str, entries: list[dict[str, Any]]) -> tuple[int, str] 
     return min(waiting.values(), default=None)
 
 
+def _stray_answer(entries: list[dict[str, Any]]) -> tuple[int, str] | None:
+    """The first recorded JSON-RPC answer of the agent (gemini-cli, codex) to a request id no earlier line sends,
+    as (its index, the id), or None. With the request's line removed, the stand-in played that answer at once, the
+    adapter failed the run ("answered a request unified never sent") and `unified replay` exited 0: the
+    difference was the stand-in's to see, and it had seen none."""
+    sent: set[str] = set()
+    for index, entry in enumerate(entries):
+        msg = entry["msg"] if entry["dir"] in ("send", "recv") else {}
+        if entry["dir"] == "send" and "method" in msg and "id" in msg:
+            sent.add(json.dumps(msg["id"]))
+        elif entry["dir"] == "recv" and "method" not in msg and "id" in msg and json.dumps(msg["id"]) not in sent:
+            return index, clip(json.dumps(msg["id"]), 40)
+    return None
+
+
 def _is_chat_file(file: object) -> bool:
     """A chat file's path relative to the CLI home, which cannot point anywhere else."""
     if not isinstance(file, str):
@@ -537,27 +610,26 @@ def _describe_transcript(path: Path) -> CassetteInfo:
         prompt_text, codex_model = codex_prompt(entries)
         if not prompt_text:
             raise ReplayError(f"{path}: the transcript never sends turn/start")
-        codex_mode = meta.get("approval_mode")
         return CassetteInfo(
             path=path,
             backend="codex",
             source=str(meta.get("recorded_from") or "unknown (the cassette does not say)"),
             prompt=prompt_text,
             model=codex_model,
-            approval_mode=cast("ApprovalMode", codex_mode if codex_mode in _ACP_MODES.values() else "default"),
+            approval_mode=_approval_mode(path, meta) or "default",
         )
     prompt = _sent(entries, "session/prompt")
     if prompt is None:
         raise ReplayError(f"{path}: the transcript never sends session/prompt")
     model = (_sent(entries, "session/set_model") or {}).get("modelId")
-    mode = meta.get("approval_mode") or _ACP_MODES.get(str((_sent(entries, "session/set_mode") or {}).get("modeId")))
+    mode = _approval_mode(path, meta) or _ACP_MODES.get(str((_sent(entries, "session/set_mode") or {}).get("modeId")))
     return CassetteInfo(
         path=path,
         backend="gemini-cli",
         source=str(meta.get("recorded_from") or "unknown (the cassette does not say)"),
         prompt=_prompt_text(prompt),
         model=model,
-        approval_mode=cast("ApprovalMode", mode or "default"),
+        approval_mode=mode or "default",
         answers=tuple(RecordedAnswer(answer) for answer in _recorded_answers(entries)),
     )
 
@@ -731,7 +803,7 @@ def _describe_claude(path: Path, meta: Mapping[str, Any], entries: list[dict[str
         source=str(meta.get("recorded_from") or "unknown (the cassette does not say)"),
         prompt=prompt,
         model=model if isinstance(model, str) else None,
-        approval_mode=cast("ApprovalMode", meta.get("approval_mode") or "default"),
+        approval_mode=_approval_mode(path, meta) or "default",
         paths_are_from=meta["paths_are_from"] if isinstance(meta.get("paths_are_from"), str) else None,
     )
 

@@ -236,7 +236,7 @@ def test_usage_is_what_the_threads_total_grew_by() -> None:
     assert response == ModelResponse(Usage(input_tokens=10, cached_tokens=4, output_tokens=3, thinking_tokens=2), None)
     # a response that reported nothing: Codex repeats the previous `last`; the total did not move
     (empty,) = note(t, "thread/tokenUsage/updated", tokenUsage={**first, "last": first["last"]})
-    assert empty.usage == Usage()
+    assert empty.usage == Usage(estimated=True)  # its zeros are no measurement (round 19)
     assert usage_from_breakdown({"outputTokens": 5, "reasoningOutputTokens": 7}).output_tokens == 0
 
 
@@ -263,7 +263,7 @@ def test_a_rate_limit_notice_alone_is_a_response_that_reported_no_usage() -> Non
     note(t, "item/started", item={"type": "userMessage", "id": "u"})
     assert t.notification("account/rateLimits/updated", limits) == []  # the prompt is not the model's
     note(t, "item/started", item=command())
-    assert t.notification("account/rateLimits/updated", limits) == [ModelResponse(Usage(), None)]
+    assert t.notification("account/rateLimits/updated", limits) == [ModelResponse(Usage(estimated=True), None)]
     assert t.notification("account/rateLimits/updated", limits) == []  # no new output since
     note(t, "item/started", item={"type": "agentMessage", "id": "m"})
     usage = {"total": breakdown(7, 0, 2, 0), "last": breakdown(7, 0, 2, 0)}

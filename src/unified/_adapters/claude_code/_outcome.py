@@ -16,9 +16,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from unified._binary.process import killed_by, telling_line
+from unified._binary.process import killed_by, limit_kill, telling_line
 from unified._internal.reach import provider_unreachable
-from unified.errors import AuthError, BackendError, RateLimited, SessionNotFound, UnifiedError
+from unified.errors import AuthError, BackendError, BackendUnavailable, RateLimited, SessionNotFound, UnifiedError
 
 __all__ = [
     "CONNECT_FAILURE",
@@ -150,7 +150,7 @@ STDERR_NOISE = ("[claude-code:unrecognized_model]",)
 behind a gateway): never the cause of a crash (`telling_line`)."""
 
 
-def error_from_exit(code: int | None, stderr_tail: str, what: str) -> BackendError:
+def error_from_exit(code: int | None, stderr_tail: str, what: str) -> BackendError | BackendUnavailable:
     """The error of a CLI that ended (or closed its output) before the run was over."""
     if code is None:
         how = "closed its output"
@@ -160,7 +160,7 @@ def error_from_exit(code: int | None, stderr_tail: str, what: str) -> BackendErr
         how = f"exited with code {code}"
     tail = stderr_tail.strip()
     last = telling_line(tail, STDERR_NOISE)
-    return BackendError(
+    return (BackendUnavailable if limit_kill(code) else BackendError)(
         f"the claude CLI {how} {what}" + (f": {last}" if last else ""),
         hint="run `unified doctor`; the CLI's stderr is in this error's details",
         details={"exit_code": code, "stderr_tail": tail[-4000:]},

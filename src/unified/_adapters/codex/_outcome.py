@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from unified._binary.framing import parse_object
-from unified._binary.process import killed_by, telling_line
+from unified._binary.process import killed_by, limit_kill, telling_line
 from unified._internal.reach import display_url, provider_unreachable
 from unified._redaction import clip
 from unified.errors import AuthError, BackendError, BackendUnavailable, RateLimited, UnifiedError
@@ -71,6 +71,12 @@ def provider_down(url: str, message: str, details: str | None, attempts: int) ->
 
 _RETRY_IN = re.compile(r"try again in ([0-9]+(?:\.[0-9]+)?)\s*(ms|s)\b", re.IGNORECASE)
 """A number the provider's message gives (`[0-9.]+` took "1.2.3" and ".", which float() refuses)."""
+
+
+_ASKED_ONCE = re.compile(r"exceeded retry limit, last status: (?P<status>\d{3}\b.*)$")
+"""Codex 0.171's words for a 429 it met on its first request (`responseTooManyFailedAttempts{429}`): it never asks
+again after a 429, whatever the provider's `request_max_retries`, so "exceeded retry limit" told of retries that were
+never made (docs/backends/codex.md, "Errors")."""
 
 
 def status_of(info: object) -> int | None:
@@ -117,6 +123,9 @@ def error_from_turn_error(error: dict[str, Any] | None, *, where: str) -> Unifie
     if status is not None:
         extra["status"] = status
     if kind in ("usageLimitExceeded", "rateLimitExceeded") or status == 429:
+        once = _ASKED_ONCE.match(text) if kind == "responseTooManyFailedAttempts" else None
+        if once is not None:
+            text = f"it answered {once['status']} to the one request Codex makes (Codex does not ask again after a 429)"
         retry = _RETRY_IN.search(text)
         if retry is not None:
             seconds = float(retry[1]) / (1000 if retry[2].lower() == "ms" else 1)
@@ -125,7 +134,9 @@ def error_from_turn_error(error: dict[str, Any] | None, *, where: str) -> Unifie
         quota = kind == "usageLimitExceeded"
         return RateLimited(
             f"{where}: {text}",
-            hint="check the plan and billing of this key" if quota else "wait and run again",
+            hint="check the plan and billing of this key"
+            if quota
+            else "wait, then run again (or resume the session: it kept the prompt)",
             retryable=not quota,
             details=extra,
         )
@@ -163,7 +174,7 @@ def error_from_exit(code: int | None, stderr: str, what: str) -> UnifiedError:
     last = telling_line(tail, STDERR_NOISE)
     status = "still running" if code is None else killed_by(-code) if code < 0 else f"exit status {code}"
     message = f"{what} ({status})" + (f": {last}" if last else "")
-    return BackendError(
+    return (BackendUnavailable if limit_kill(code) else BackendError)(
         message,
         hint="run `unified doctor` (it checks the binary and its credentials); the app-server's stderr is in this "
         "error's details",

@@ -144,6 +144,12 @@ def usage_from_breakdown(breakdown: dict[str, Any]) -> Usage:
     return codex_usage(breakdown, keys)
 
 
+_UNREPORTED = Usage(estimated=True)
+"""The usage of a model response that reported none (a server or proxy that sends none, or strips it from some
+answers): flagged `estimated`, as the API backends flag one (`_internal.counts`), the guard estimating its output
+from its text. Zeros unflagged read as measured when the response wrote no text (a tool call), before round 19."""
+
+
 def _minus(after: Usage, before: Usage) -> Usage:
     return Usage(
         input_tokens=max(after.input_tokens - before.input_tokens, 0),
@@ -431,6 +437,8 @@ class AppServerTranslator:
             if not self._this_turn(thread, params):
                 return []  # a resumed thread's earlier usage (the baseline), or another turn's
             usage = _minus(total, before)
+            if usage.is_empty():  # a response that reported none: its zeros are no measurement
+                usage = _UNREPORTED
             thread.usage = thread.usage + usage
             if task is None:
                 self.main_responses += 1
@@ -475,17 +483,18 @@ class AppServerTranslator:
     def _usage_less_response(self) -> list[Item]:
         """Codex ends each model response with a token count: `thread/tokenUsage/updated` once it has usage to tell,
         then `account/rateLimits/updated`. In a run with no usage yet, the latter is a main-thread response that
-        reported none (a server or proxy that sends none), counted as one with an empty usage (the guard estimates
-        it from the text); before, such a run counted 1 turn for any number of requests. It names no thread: once a
-        subagent is spawned it could be the subagent's, and is not counted; nor is one with no item of the model's
-        since the last count (a rate-limit notice of the account's, not a response's)."""
+        reported none (a server or proxy that sends none), counted as one with an empty usage flagged `estimated`
+        (the guard estimates its output from the text); before, such a run counted 1 turn for any number of
+        requests. It names no thread: once a subagent is spawned it could be the subagent's, and is not counted; nor
+        is one with no item of the model's since the last count (a rate-limit notice of the account's, not a
+        response's)."""
         main = self.threads[self.main_thread]
         if self._usage_seen or self.spawned or not main.output:
             return []
         main.output = False
         self.main_responses += 1
         answered, self._answered = self._answered, False
-        return [ModelResponse(Usage(), None, answered)]
+        return [ModelResponse(_UNREPORTED, None, answered)]
 
     @staticmethod
     def _this_turn(thread: _Thread, params: dict[str, Any]) -> bool:

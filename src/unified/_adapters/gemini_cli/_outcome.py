@@ -11,7 +11,7 @@ from typing import Any
 
 from unified._adapters.gemini_cli._translate import usage_from_prompt_result
 from unified._binary.jsonrpc import RpcError, as_dict
-from unified._binary.process import killed_by
+from unified._binary.process import killed_by, limit_kill
 from unified._internal.reach import provider_unreachable
 from unified._redaction import clip
 from unified.backends import RunOutcome
@@ -231,13 +231,15 @@ def explain_exit(code: int | None) -> str:
     return f"exit code {code}: {EXIT_CODES.get(code, 'unexpected exit')}"
 
 
-def error_from_exit(code: int | None, stderr_tail: str, context: str) -> BackendError | AuthError:
+def error_from_exit(code: int | None, stderr_tail: str, context: str) -> BackendError | AuthError | BackendUnavailable:
     """A typed error for a gemini process that ended early; the message carries the stderr tail."""
     tail = stderr_tail.strip()
     message = f"{context}: {explain_exit(code)}" + (f"\nstderr (last lines):\n{tail}" if tail else "")
     details: dict[str, Any] = {"exit_code": code, "stderr_tail": tail}
     if code == 41:
         return AuthError(message, hint=AUTH_HINT, details=details)
+    if limit_kill(code):
+        return BackendUnavailable(message, hint="raise the limit its signal names (see the message)", details=details)
     return BackendError(message, hint="see the stderr tail; rerun with the same options to reproduce", details=details)
 
 
