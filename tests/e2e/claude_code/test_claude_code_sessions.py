@@ -59,7 +59,6 @@ async def test_auto_resumes_by_short_id_on_credentials_given_in_code(workspace: 
     assert (final.status, final.final_text) == ("success", "You said 42.")
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])  # the resume on both loops
 async def test_resume_by_short_id_from_another_directory_and_another_process(workspace: Path, tmp_path: Path) -> None:
     other = tmp_path / "elsewhere"
     other.mkdir()

@@ -55,8 +55,7 @@ async def test_a_thinking_budget_is_warned_only_where_the_cli_does_not_send_it(
         assert warnings[0].startswith("thinking.budget: Claude Code passes a thinking budget (--max-thinking-tokens)")
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
-async def test_text_streams_as_deltas_with_the_usage_and_cost_of_the_run(anyio_backend: str, workspace: Path) -> None:
+async def test_text_streams_as_deltas_with_the_usage_and_cost_of_the_run(workspace: Path) -> None:
     usage = Usage(input_tokens=120, cached_tokens=50, cache_creation_tokens=30, output_tokens=7)
     async with FakeAnthropic([ModelTurn(text="Hello from the fake model.", text_chunks=3, usage=usage)]) as server:
         events = await run_claude(server, workspace, "Say hello")

@@ -68,7 +68,6 @@ def result(events: list) -> Result:  # type: ignore[type-arg]
     return last
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_text_streams_as_deltas_with_the_reported_usage(workspace: Path) -> None:
     turn = ModelTurn(
         text="Hello from the fake model.", text_chunks=3, usage=Usage(input_tokens=12, output_tokens=6, cached_tokens=4)
@@ -293,7 +292,6 @@ async def test_a_stalled_stream_fails_after_codexs_idle_limit(workspace: Path) -
     assert "idle timeout" in error.message
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_a_provider_that_is_down_does_not_hang_the_run(workspace: Path) -> None:
     with FakeOpenAI() as server:
         base_url = server.base_url
