@@ -12,17 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.claude_code.claude_code_helpers import kinds, model_bodies, run_claude
+from tests.e2e.claude_code.claude_code_helpers import model_bodies, run_claude
 from unified import capabilities
 from unified.events import (
     AssistantMessage,
-    PermissionDecision,
     Result,
     SessionStarted,
     TextDelta,
     Thinking,
-    ToolResult,
-    ToolUse,
     WarningEvent,
 )
 from unified.testing import FakeAnthropic, Fault, FunctionCall, ModelTurn, Thought, Usage
@@ -118,30 +115,6 @@ async def test_thinking_appends_and_its_signature_is_kept_and_echoed(workspace: 
     assert (result.usage.output_tokens, result.usage.thinking_tokens) == (36, 14)
     assert result.usage.input_tokens == 500
     assert not result.usage.estimated
-
-
-async def test_a_read_is_decided_by_the_policy_and_reports_the_models_arguments(workspace: Path) -> None:
-    turns = [
-        ModelTurn(function_calls=[FunctionCall(name="Read", args={"file_path": "notes.txt"}, id="toolu_read")]),
-        ModelTurn(function_calls=[FunctionCall(name="Read", args={"file_path": "missing.txt"}, id="toolu_missing")]),
-        ModelTurn(text="Done."),
-    ]
-    async with FakeAnthropic(turns) as server:
-        events = await run_claude(server, workspace)
-    uses = {e.tool_use_id: e for e in events if isinstance(e, ToolUse)}
-    assert uses["toolu_read"].input == {"file_path": "notes.txt"}, "the model's arguments, not the CLI's absolute path"
-    decisions = {e.tool_use_id: e for e in events if isinstance(e, PermissionDecision)}
-    assert decisions["toolu_read"].decision == "allow"
-    assert decisions["toolu_read"].decided_by == "policy"
-    assert decisions["toolu_read"].rule == "read-only"
-    results = {e.tool_use_id: e for e in events if isinstance(e, ToolResult)}
-    assert results["toolu_read"].output is not None
-    assert "alpha" in results["toolu_read"].output
-    assert not results["toolu_read"].is_error
-    assert results["toolu_missing"].is_error
-    assert "does not exist" in (results["toolu_missing"].output or "")
-    order = kinds(events)
-    assert order.index("tool_use") < order.index("permission_decision") < order.index("tool_result")
 
 
 async def test_a_cut_stream_shows_no_text_twice(workspace: Path) -> None:
