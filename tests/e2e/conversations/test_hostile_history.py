@@ -113,33 +113,25 @@ async def test_a_hostile_but_valid_history_continues(lab: Lab, target: str) -> N
 
 @pytest.mark.parametrize("target", TARGETS)
 async def test_a_hostile_history_ending_with_the_users_turn_is_retried(lab: Lab, target: str) -> None:  # noqa: F811
-    last = f"answer this again: merlin-7 {SPLITTERS}"
+    """The user's last turn, retried, is also a prompt after a call whose result never came (the case of its own
+    before): one run a target, each case's assertions its own."""
+    last = f"never mind, the word is finch-3? answer this again: merlin-7 {SPLITTERS}"
     history = _hostile("google" if provider_of_backend(target) != "google" else "openai")
-    history = history.model_copy(update={"turns": [*history.turns, UserTurn(parts=[TextPart(text=last)])]})
+    lost = [
+        UserTurn(parts=[TextPart(text="read a")]),
+        ModelTurn(parts=[ToolCallPart(id="call_lost2", name="read_file", arguments={"path": "a"})]),
+    ]
+    history = history.model_copy(update={"turns": [*history.turns, *lost, UserTurn(parts=[TextPart(text=last)])]})
     before = len(lab.model_requests(target))
     lab.server(target).add(ScriptTurn(text=f"merlin, said {target}."))
     result = _result(await lab.run(lab.params(target, "", history=history, retry=True)))
     assert (result.status, result.final_text) == ("success", f"merlin, said {target}."), result.error
     sent = next(body for body in lab.model_requests(target)[before:] if "merlin-7" in body)
+    # the hostile history ending with the user's turn
     assert sent.count("merlin-7") == 1
     assert json.dumps(last)[1:-1] in sent
     assert "kestrel-42" in sent
-
-
-@pytest.mark.parametrize("target", TARGETS)
-async def test_a_prompt_after_a_call_whose_result_never_came_is_retried(lab: Lab, target: str) -> None:  # noqa: F811
-    history = Conversation(
-        turns=[
-            UserTurn(parts=[TextPart(text="read a")]),
-            ModelTurn(parts=[ToolCallPart(id="call_lost2", name="read_file", arguments={"path": "a"})]),
-            UserTurn(parts=[TextPart(text="never mind, the word is finch-3?")]),
-        ]
-    )
-    before = len(lab.model_requests(target))
-    lab.server(target).add(ScriptTurn(text="finch."))
-    result = _result(await lab.run(lab.params(target, "", history=history, retry=True)))
-    assert (result.status, result.final_text) == ("success", "finch."), result.error
-    sent = next(body for body in lab.model_requests(target)[before:] if "finch-3" in body)
+    # the prompt after a call whose result never came
     assert sent.count("finch-3") == 1
     assert "not run" in sent, sent
 
