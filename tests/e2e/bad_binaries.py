@@ -36,6 +36,7 @@ __all__ = [
     "script_binary",
     "shim",
     "the_error",
+    "unmakeable_folder_error",
 ]
 
 SLOW = ModelTurn(text="A slow answer that takes its time.", text_chunks=6, chunk_delay=0.5)
@@ -184,6 +185,16 @@ def the_error(events: list[UnifiedEvent]) -> ErrorEvent:
     assert isinstance(last, Result)
     assert last.status == "error"
     return error
+
+
+def unmakeable_folder_error(events: list[UnifiedEvent], backend: str, folder: str, setting: str) -> None:
+    """The run ended on one `backend_unavailable`: `backend` cannot make its folder under /proc (`folder`, the end
+    of its path, named) and says to point `setting` elsewhere (bad input round 18, claude-code and codex)."""
+    error = the_error(events)
+    assert error.code == "backend_unavailable", error.message
+    assert f"the {backend} backend cannot make its folder /proc/" in error.message
+    assert folder in error.message
+    assert f"point {setting} at a folder that exists or can be made" in error.message
 
 
 SMALL_LINE_CAP = 1024 * 1024

@@ -6,8 +6,9 @@ the environment unified started with, unless unified is not dumpable. Root reads
 the test's own process after its start (`monkeypatch.setenv`) is not in that file: so the host here is a child
 Python started with the keys in its environment, as `nobody` when the tests run as root (round 17's probe, for
 the tool runtime: tests/security/test_red_team_round17.py). It runs one backend against its fake model server in
-yolo; the model runs a command printing the host's environ (and its own errors); what the model was sent after
-the command (the binary's tool result) is returned."""
+yolo, one run for each `hide_host_environment` value asked for, in order (one host, not one a value: a host is a
+Python start importing unified); the model runs a command printing the host's environ (and its own errors); what
+the model was sent after the command (the binary's tool result) is returned, a text a run."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ from unified._execute import EventStream
 from unified.testing import CODEX_MODEL, FakeAnthropic, FakeGemini, FakeOpenAI, FunctionCall, ModelTurn
 from unified.testing._wiring import backend_options_for
 
-backend, workspace, cli_home, hide = sys.argv[1:5]
+backend, workspace, cli_home, *modes = sys.argv[1:]
 command = (
     "{ tr '\\0' '\\n' < /proc/%d/environ; } 2>&1 | grep -a -E '_KEY=|denied|^HOME='; echo '--- end'" % os.getpid()
 )
@@ -51,7 +52,7 @@ args = {"command": command, "description": "environ"} if backend == "claude-code
 turns = [ModelTurn(function_calls=[FunctionCall(name=name, args=args)]), ModelTurn(text="ok")]
 fake = {"claude-code": FakeAnthropic, "codex": FakeOpenAI, "gemini-cli": FakeGemini}[backend]
 
-async def main():
+async def run(hide):
     async with fake(turns) as server:
         options = backend_options_for(server, backend, cli_home=Path(cli_home) if backend == "gemini-cli" else None)
         options["pool_size"] = 0
@@ -64,15 +65,18 @@ async def main():
         async with EventStream(params) as stream:
             events = [event async for event in stream]
         bodies = [str(request.body) for request in server.requests]
-    print(json.dumps({"status": events[-1].status, "error": events[-1].error, "sent": "\n".join(bodies[1:])}))
+    return {"status": events[-1].status, "error": events[-1].error, "sent": "\n".join(bodies[1:])}
+
+async def main():
+    print(json.dumps([await run(hide) for hide in modes]))
 
 anyio.run(main)
 """
 
 
-def host_environ_probe(backend: str, hide: bool | None = None) -> str:
-    """What the model was sent after its command read unified's environ (`hide`: the option's value, None: not
-    given)."""
+def host_environ_probe(backend: str, *hides: bool | None) -> list[str]:
+    """What the model was sent after its command read unified's environ, a run for each of `hides` in order (the
+    option's value, None: not given)."""
     place = Path(tempfile.mkdtemp(prefix="unified-hostenv-"))
     try:
         place.chmod(0o777)
@@ -88,8 +92,8 @@ def host_environ_probe(backend: str, hide: bool | None = None) -> str:
             **{name: os.environ[name] for name in os.environ if name.startswith("UNIFIED_") and name.endswith("_BIN")},
             **HOST_KEYS,
         }
-        mode = "" if hide is None else "1" if hide else "0"
-        arguments = [backend, str(place / "ws"), str(place / "cli-home"), mode]
+        modes = ["" if hide is None else "1" if hide else "0" for hide in hides]
+        arguments = [backend, str(place / "ws"), str(place / "cli-home"), *modes]
         host = subprocess.Popen(
             [*prefix, sys.executable, "-c", _PROBE, *arguments],
             env=env,
@@ -99,24 +103,25 @@ def host_environ_probe(backend: str, hide: bool | None = None) -> str:
         )
         out, err = host.communicate(timeout=HANG_GUARD_S)
         assert host.returncode == 0, err
-        seen = json.loads(out.splitlines()[-1])
-        assert seen["status"] == "success", seen
-        assert "--- end" in seen["sent"], seen  # the command ran to its end and the model got its output
-        return str(seen["sent"])
+        runs = json.loads(out.splitlines()[-1])
+        assert len(runs) == len(hides), runs
+        for seen in runs:
+            assert seen["status"] == "success", seen
+            assert "--- end" in seen["sent"], seen  # the command ran to its end and the model got its output
+        return [str(seen["sent"]) for seen in runs]
     finally:
         shutil.rmtree(place, ignore_errors=True)
 
 
-def check_host_environ(backend: str, hide: bool | None) -> None:
-    """By default (`hide` None or True) the command's read of unified's environ is refused and the model is sent no
-    8-character piece of a host key; opted out (`hide=False`), the model reads every key whole (the binary passes
-    the command's output on as it is: nothing of unified's redacts it)."""
-    sent = host_environ_probe(backend, hide)
-    if hide is False:
-        assert "Permission denied" not in sent, sent
-        for key in HOST_KEYS.values():
-            assert key in sent, sent
-        return
+def check_host_environ(backend: str) -> None:
+    """Opted out (`hide_host_environment=False`), the model reads every key whole (the binary passes the command's
+    output on as it is: nothing of unified's redacts it); by default (the option not given) the command's read of
+    unified's environ is refused and the model is sent no 8-character piece of a host key. One host, the opted-out
+    run first: the default makes the host undumpable for good."""
+    opted_out, sent = host_environ_probe(backend, False, None)
+    assert "Permission denied" not in opted_out, opted_out
+    for key in HOST_KEYS.values():
+        assert key in opted_out, opted_out
     assert "/environ: Permission denied" in sent, sent
     for name, key in HOST_KEYS.items():
         assert pieces(key, sent) == [], name

@@ -268,7 +268,9 @@ def _run_against(env: dict[str, str], backend: str, workspace: Path) -> list[dic
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-def test_serve_points_every_api_backend_at_the_fake(served: dict[str, str], tmp_path: Path) -> None:
+@pytest.mark.gemini_cli
+def test_serve_points_every_api_backend_and_the_gemini_cli_at_the_fake(served: dict[str, str], tmp_path: Path) -> None:
+    """One `unified serve` for the API backends and the gemini CLI (one start of the server, not one for each)."""
     assert set(served) >= {"GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY", "GEMINI_MODEL", "UNIFIED_DATA_DIR"}
     assert "GOOGLE_API_KEY" not in served
     (tmp_path / "notes.txt").write_text("Ship on Friday.\n")
@@ -276,10 +278,6 @@ def test_serve_points_every_api_backend_at_the_fake(served: dict[str, str], tmp_
         events = _run_against(served, backend, tmp_path)
         assert [e["name"] for e in events if e["type"] == "tool_use"] == ["list_directory", "read_file"]
         assert "ship the adapter layer on Friday" in str(events[-1]["final_text"])
-
-
-@pytest.mark.gemini_cli
-def test_serve_points_the_gemini_cli_at_the_fake(served: dict[str, str], tmp_path: Path) -> None:
     served["UNIFIED_GEMINI_BIN"] = os.environ.get(
         "UNIFIED_GEMINI_BIN", str(ROOT / ".gemini-cli" / "node_modules" / ".bin" / "gemini")
     )

@@ -54,7 +54,8 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture(params=["asyncio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """Each real-binary run costs a cold start (about a second of CPU): asyncio only, unless a test
-    parametrizes `anyio_backend` itself to cover trio too (a plain run, a permission asked and answered, a
-    cancel that leaves no process, a resume from another directory and process, a spare handed across loops)."""
+    """Each real-binary run costs a cold start (0.9 s of CPU, measured): asyncio only, unless a test
+    parametrizes `anyio_backend` itself to cover trio too where the loop's own I/O is what is tested (a
+    permission asked and answered, a cancel that leaves no process); a plain run on trio is the spare handed
+    across loops (test_claude_code_spares.py). A run that only drives the binary is not run twice."""
     return str(request.param)

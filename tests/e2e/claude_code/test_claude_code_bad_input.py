@@ -179,20 +179,21 @@ async def test_a_truncated_session_file_resumes_from_what_is_left_and_keeps_its_
     assert path.read_bytes().startswith(cut + b"\n"), "the CLI appends after a newline; nothing before is rewritten"
 
 
-@pytest.mark.parametrize("content", [bytes(range(256)) * 40, b"\x00" * 4096, b""], ids=["binary", "zeros", "empty"])
-async def test_a_session_file_of_garbage_is_corrupt_session_and_kept_as_it_is(workspace: Path, content: bytes) -> None:
+async def test_a_session_file_of_garbage_is_corrupt_session_and_kept_as_it_is(workspace: Path) -> None:
     """The empty file was broken: `session_not_found` "no claude-code session matches ..." (it was hidden as a
-    session without a prompt)."""
+    session without a prompt). One session (one CLI start), its file replaced by each garbage in turn."""
+    garbage = {"binary": bytes(range(256)) * 40, "zeros": b"\x00" * 4096, "empty": b""}
     async with FakeAnthropic([ModelTurn(text="First."), ModelTurn(text="never")]) as server:
         started = next(e for e in await run_claude(server, workspace, "One.") if isinstance(e, SessionStarted))
         path = session_file(started.session_id)
-        path.write_bytes(content)
-        events = await run_claude(server, workspace, "Two.", resume=started.short_id)
-        assert len(server.requests_for("messages")) == 1, "the resume reached no model"
-    error = the_error(events)
-    assert error.code == "corrupt_session"
-    assert str(path) in error.message
-    assert path.read_bytes() == content
+        for name, content in garbage.items():
+            path.write_bytes(content)
+            events = await run_claude(server, workspace, "Two.", resume=started.short_id)
+            assert len(server.requests_for("messages")) == 1, f"{name}: the resume reached no model"
+            error = the_error(events)
+            assert error.code == "corrupt_session", (name, error.message)
+            assert str(path) in error.message, name
+            assert path.read_bytes() == content, name
 
 
 @pytest.mark.parametrize("how", ["break", "cancel_scope"])

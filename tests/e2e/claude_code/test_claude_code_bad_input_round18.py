@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.bad_binaries import unmakeable_folder_error
 from tests.e2e.claude_code.claude_code_helpers import run_claude
-from unified.events import ErrorEvent, Result
 from unified.testing import FakeAnthropic, ModelTurn
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -24,10 +24,6 @@ async def test_a_data_folder_that_cannot_be_made_is_backend_unavailable(
     async with FakeAnthropic([ModelTurn(text="Done.")]) as server:
         events = await run_claude(server, workspace)
         assert server.model_bodies() == []  # no model call: the run ended before the CLI
-    errors = [e for e in events if isinstance(e, ErrorEvent)]
-    assert [e.code for e in errors] == ["backend_unavailable"], [e.message for e in errors]
-    assert "the claude-code backend cannot make its folder /proc/" in errors[0].message
-    assert "/unified-round18/xdg/unified/claude-code/home" in errors[0].message
-    assert "point XDG_DATA_HOME at a folder that exists or can be made" in errors[0].message
-    assert isinstance(events[-1], Result)
-    assert events[-1].status == "error"
+    unmakeable_folder_error(
+        events, "claude-code", "/unified-round18/xdg/unified/claude-code/home", setting="XDG_DATA_HOME"
+    )

@@ -114,49 +114,52 @@ async def test_cancel_mid_stream_leaves_no_process(workspace: Path) -> None:
     assert not any(alive(pid) for pid in processes.pids)
 
 
-@pytest.mark.parametrize("session", ["new", "resumed"])
 async def test_a_killed_cold_run_leaves_no_live_process_entry_and_its_session_resumes(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch, session: str
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A cancelled run whose CLI does not answer (stopped here: SIGSTOP, so no interrupt's `result` and no
     exit on SIGTERM) is SIGKILLed by its close, and a killed CLI cannot remove its `sessions/<pid>.json`:
-    the run removes it once the process is reaped (the entry of a `--resume`d CLI names the resumed session
-    too). The session, written up to the kill, still resumes."""
+    the run removes it once the process is reaped. Two such runs in a row, one CLI start each: a new
+    session's, then its `--resume`d one (whose entry names the resumed session too). The session, written up
+    to each kill, still resumes."""
     monkeypatch.setattr(claude_run, "CANCEL_SETTLE_S", 0.1)  # a stopped CLI answers nothing: no need to wait
     monkeypatch.setattr(process_module, "TERM_GRACE_S", 0.1)  # nor exits on SIGTERM
     slow = ModelTurn(text="A slow answer that takes its time.", text_chunks=6, chunk_delay=1.0)
-    turns = [ModelTurn(text="First."), slow] if session == "resumed" else [slow]
     processes = Processes()
-    entries: list[Path] = []
+    options = {"start_process": processes}
 
-    async def stop_and_cancel_at_first_text(event: UnifiedEvent, stream: EventStream) -> None:
-        if isinstance(event, TextDelta) and not entries:
-            pid = processes.pids[-1]
-            entries.append(await entry_written(pid))
-            os.kill(pid, signal.SIGSTOP)
-            stream.cancel()
+    async with FakeAnthropic([slow, slow, ModelTurn(text="Resumed.")]) as server:
 
-    async with FakeAnthropic([*turns, ModelTurn(text="Resumed.")]) as server:
-        options = {"start_process": processes}
-        resume: str | None = None
-        if session == "resumed":
-            first = await run_claude(server, workspace, "One.", options=options)
-            resume = next(e for e in first if isinstance(e, SessionStarted)).short_id
-        events = await run_claude(
-            server, workspace, options=options, on_event=stop_and_cancel_at_first_text, resume=resume
-        )
-        killed = processes.started[-1]
-        [entry] = entries
-        assert isinstance(events[-1], Result)
-        assert events[-1].status == "cancelled"
-        assert killed.returncode == -signal.SIGKILL, "the close ran out of time and killed it"
-        assert not alive(killed.pid or 0)
-        assert not entry.exists(), "the killed CLI's live-process entry was removed"
-        started = next(e for e in events if isinstance(e, SessionStarted))
+        async def killed_run(resume: str | None) -> SessionStarted:
+            entries: list[Path] = []
+
+            async def stop_and_cancel_at_first_text(event: UnifiedEvent, stream: EventStream) -> None:
+                if isinstance(event, TextDelta) and not entries:
+                    pid = processes.pids[-1]
+                    entries.append(await entry_written(pid))
+                    os.kill(pid, signal.SIGSTOP)
+                    stream.cancel()
+
+            events = await run_claude(
+                server, workspace, options=options, on_event=stop_and_cancel_at_first_text, resume=resume
+            )
+            killed = processes.started[-1]
+            [entry] = entries
+            assert isinstance(events[-1], Result)
+            assert events[-1].status == "cancelled"
+            assert killed.returncode == -signal.SIGKILL, "the close ran out of time and killed it"
+            assert not alive(killed.pid or 0)
+            assert not entry.exists(), "the killed CLI's live-process entry was removed"
+            return next(e for e in events if isinstance(e, SessionStarted))
+
+        started = await killed_run(None)  # a new session's CLI
+        again = await killed_run(started.short_id)  # a resumed session's CLI: the killed session resumed
+        assert again.resumed
+        assert again.session_id == started.session_id
         resumed = await run_claude(server, workspace, "Go on.", options=options, resume=started.short_id)
-    again = next(e for e in resumed if isinstance(e, SessionStarted))
-    assert again.resumed
-    assert again.session_id == started.session_id
+    last = next(e for e in resumed if isinstance(e, SessionStarted))
+    assert last.resumed
+    assert last.session_id == started.session_id
     assert isinstance(resumed[-1], Result)
     assert resumed[-1].final_text == "Resumed."
     assert list((claude_home() / ".claude" / "sessions").glob("*.json")) == [], "the resumed CLI ended politely"

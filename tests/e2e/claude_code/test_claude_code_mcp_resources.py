@@ -17,28 +17,45 @@ from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
-def _read_resource() -> list[ModelTurn]:
-    call = FunctionCall(name="ReadMcpResourceTool", args={"server": "res", "uri": "note://secret"}, id="toolu_read")
-    return [ModelTurn(function_calls=[call]), ModelTurn(text="done")]
+def _read_resource_twice() -> list[ModelTurn]:
+    """The model reads the resource, and once that call is answered, reads it again."""
+    turns = [
+        ModelTurn(
+            function_calls=[
+                FunctionCall(
+                    name="ReadMcpResourceTool", args={"server": "res", "uri": "note://secret"}, id=f"toolu_read{n}"
+                )
+            ]
+        )
+        for n in (1, 2)
+    ]
+    return [*turns, ModelTurn(text="done")]
 
 
-@pytest.mark.parametrize("allowed", [False, True], ids=["refused", "allowed"])
-async def test_a_resource_read_is_the_caller_s_decision(workspace: Path, tmp_path: Path, allowed: bool) -> None:
+async def test_a_resource_read_is_the_caller_s_decision(workspace: Path, tmp_path: Path) -> None:
+    """One run, two reads: the first refused (the server's handler has not run when the second is asked), the
+    second allowed (it has run by the end)."""
     marker = tmp_path / "read"
     asked: list[UserInputRequest] = []
+    read_before_allowed: list[bool] = []
 
     async def answer(request: UserInputRequest) -> UserInputResponse:
         asked.append(request)
-        return UserInputResponse.allow() if allowed else UserInputResponse.deny()
+        if len(asked) == 1:
+            return UserInputResponse.deny()
+        read_before_allowed.append(marker.exists())
+        return UserInputResponse.allow()
 
-    async with FakeAnthropic(_read_resource()) as server:
+    async with FakeAnthropic(_read_resource_twice()) as server:
         events = await run_claude(server, workspace, answer=answer, mcp_servers=(mcp_resource_server.as_stdio(marker),))
     result = events[-1]
     assert isinstance(result, Result)
     assert result.status == "success", result.error
-    assert [r.tool_name for r in asked] == ["ReadMcpResourceTool"]
+    assert [r.tool_name for r in asked] == ["ReadMcpResourceTool"] * 2
     decisions = [e for e in events if isinstance(e, PermissionDecision)]
     assert [(d.tool_name, d.decision, d.decided_by) for d in decisions] == [
-        ("ReadMcpResourceTool", "allow" if allowed else "deny", "user")
+        ("ReadMcpResourceTool", "deny", "user"),
+        ("ReadMcpResourceTool", "allow", "user"),
     ]
-    assert marker.exists() is allowed  # the server's handler ran only once allowed
+    assert read_before_allowed == [False]  # the refused read never reached the server's handler
+    assert marker.exists()  # the allowed one did

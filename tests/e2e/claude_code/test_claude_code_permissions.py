@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.claude_code.claude_code_helpers import Processes, alive, claude_home, model_bodies, run_claude
+from tests.e2e.claude_code.claude_code_helpers import Processes, alive, claude_home, kinds, model_bodies, run_claude
 from unified.events import (
     PermissionDecision,
     Result,
@@ -126,15 +126,37 @@ async def test_stop_ends_the_run_interrupted_and_leaves_no_process(workspace: Pa
 
 
 async def test_without_a_callback_the_policy_decides_and_denies_what_needs_approval(workspace: Path) -> None:
-    turns = [bash("echo hi > out.txt", "toolu_shell"), ModelTurn(text="Could not.")]
+    """One run without a callback: two reads the policy allows (one of a missing file) and a write it denies,
+    each call's decision, arguments and result asserted on its own."""
+    turns = [
+        ModelTurn(function_calls=[FunctionCall(name="Read", args={"file_path": "notes.txt"}, id="toolu_read")]),
+        ModelTurn(function_calls=[FunctionCall(name="Read", args={"file_path": "missing.txt"}, id="toolu_missing")]),
+        bash("echo hi > out.txt", "toolu_shell"),
+        ModelTurn(text="Could not."),
+    ]
     async with FakeAnthropic(turns) as server:
         events = await run_claude(server, workspace)
         bodies = model_bodies(server)
-    decision = next(e for e in events if isinstance(e, PermissionDecision))
-    assert (decision.decision, decision.decided_by) == ("deny", "policy")
-    assert "nobody can answer" in (decision.reason or "")
+    decisions = {e.tool_use_id: e for e in events if isinstance(e, PermissionDecision)}
+    # the write needs approval: denied, nobody can answer
+    shell = decisions["toolu_shell"]
+    assert (shell.decision, shell.decided_by) == ("deny", "policy")
+    assert "nobody can answer" in (shell.reason or "")
     assert not (workspace / "out.txt").exists()
     assert any("Tool call Bash was denied" in body for body in bodies)
+    # the reads are the policy's: the model's arguments are reported, the missing file is an error result
+    uses = {e.tool_use_id: e for e in events if isinstance(e, ToolUse)}
+    assert uses["toolu_read"].input == {"file_path": "notes.txt"}, "the model's arguments, not the CLI's absolute path"
+    assert (decisions["toolu_read"].decision, decisions["toolu_read"].decided_by) == ("allow", "policy")
+    assert decisions["toolu_read"].rule == "read-only"
+    results = {e.tool_use_id: e for e in events if isinstance(e, ToolResult)}
+    assert results["toolu_read"].output is not None
+    assert "alpha" in results["toolu_read"].output
+    assert not results["toolu_read"].is_error
+    assert results["toolu_missing"].is_error
+    assert "does not exist" in (results["toolu_missing"].output or "")
+    order = kinds(events)
+    assert order.index("tool_use") < order.index("permission_decision") < order.index("tool_result")
 
 
 async def test_yolo_allows_and_plan_denies_by_the_approval_mode(workspace: Path) -> None:

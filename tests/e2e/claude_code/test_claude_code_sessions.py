@@ -43,27 +43,14 @@ def last_request(server: FakeAnthropic) -> str:
     return json.dumps(server.model_bodies()[-1])
 
 
-async def test_auto_resumes_by_short_id_on_credentials_given_in_code(workspace: Path, tmp_path: Path) -> None:
-    """The key and gateway only in `backend_options` (none in the environment): `auto` finds the session's
+async def test_resume_by_short_id_from_another_directory_and_another_process(workspace: Path, tmp_path: Path) -> None:
+    """The session resumed by another process (`unified run --resume`), then by this one by a prefix of its short
+    id, then by `auto` on credentials given in code only (none in the environment): `auto` finds the session's
     backend and continues it from another directory (it ended in no_backend, 'no usable credentials')."""
     other = tmp_path / "elsewhere"
     other.mkdir()
-    async with FakeAnthropic([Turn(text="Noted."), Turn(text="You said 42.")]) as server:
-        short = started(await run_claude(server, workspace, "Remember the number 42.")).short_id
-        again = await run_claude(server, other, "What number did I say?", backend="auto", resume=short)
-        assert "Remember the number 42." in last_request(server)
-    assert not [e for e in again if isinstance(e, ErrorEvent)]
-    assert (started(again).backend, started(again).resumed, started(again).short_id) == ("claude-code", True, short)
-    final = again[-1]
-    assert isinstance(final, Result)
-    assert (final.status, final.final_text) == ("success", "You said 42.")
-
-
-@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])  # the resume on both loops
-async def test_resume_by_short_id_from_another_directory_and_another_process(workspace: Path, tmp_path: Path) -> None:
-    other = tmp_path / "elsewhere"
-    other.mkdir()
-    async with FakeAnthropic([Turn(text="Noted."), Turn(text="You said 42."), Turn(text="Still 42.")]) as server:
+    turns = [Turn(text="Noted."), Turn(text="You said 42."), Turn(text="Still 42."), Turn(text="42 again.")]
+    async with FakeAnthropic(turns) as server:
         first = await run_claude(server, workspace, "Remember the number 42.")
         short = started(first).short_id
         assert short is not None
@@ -94,6 +81,13 @@ async def test_resume_by_short_id_from_another_directory_and_another_process(wor
         assert started(third).resumed
         assert started(third).session_id == started(first).session_id
         assert "What number did I say?" in last_request(server)
+        again = await run_claude(server, other, "Once more?", backend="auto", resume=short)
+        assert "Remember the number 42." in last_request(server)
+    assert not [e for e in again if isinstance(e, ErrorEvent)]
+    assert (started(again).backend, started(again).resumed, started(again).short_id) == ("claude-code", True, short)
+    final = again[-1]
+    assert isinstance(final, Result)
+    assert (final.status, final.final_text) == ("success", "42 again.")
     where = str(workspace.resolve())  # noqa: ASYNC240 - a path computed once, no I/O worth a thread
     [info] = (await sessions.list_sessions(backend="claude-code")).sessions
     assert info.short_id == short
@@ -112,10 +106,12 @@ async def test_resume_by_short_id_from_another_directory_and_another_process(wor
         "You said 42.",
         "And now?",
         "Still 42.",
+        "Once more?",
+        "42 again.",
     ]
     assert all(t.provider == "anthropic" for t in conversation.turns if isinstance(t, ModelTurn))
     shown = await sessions.show(short)
-    assert [m["type"] for m in shown["messages"]] == ["user", "assistant"] * 3
+    assert [m["type"] for m in shown["messages"]] == ["user", "assistant"] * 4
     await sessions.delete(short)
     assert not (await sessions.list_sessions(backend="claude-code")).sessions
     left = await anyio.to_thread.run_sync(lambda: list(claude_home().rglob(f"{info.session_id}.jsonl")))

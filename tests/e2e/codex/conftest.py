@@ -36,9 +36,10 @@ def codex_binary(monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(params=["asyncio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Each real-binary run costs a process start: asyncio only, unless a test parametrizes
-    `anyio_backend` itself to cover trio too (a plain run, a permission asked and answered, a
-    cancellation that leaves no process, the warm pool's reuse and retirement, a provider that is
-    down, a resume from another process: the paths where the event loop's own I/O is used)."""
+    `anyio_backend` itself to cover trio too (a permission asked and answered, a cancellation that
+    leaves no process, the warm pool's reuse and retirement: the paths where the event loop's own I/O
+    is what is tested; a plain run on trio is the pool's run on another loop, test_codex_pool.py).
+    A run that only drives the binary (a provider down, a resume by another process) is not run twice."""
     return str(request.param)
 
 

@@ -152,19 +152,21 @@ async def test_a_truncated_rollout_resumes_from_what_is_left_and_keeps_its_bytes
     assert path.read_bytes().startswith(cut), "Codex appends; nothing before is rewritten"
 
 
-@pytest.mark.parametrize("content", [bytes(range(256)) * 40, b""], ids=["binary", "empty"])
-async def test_a_rollout_of_garbage_is_corrupt_session_and_kept_as_it_is(workspace: Path, content: bytes) -> None:
+async def test_a_rollout_of_garbage_is_corrupt_session_and_kept_as_it_is(workspace: Path) -> None:
+    """One thread (one app-server start), its rollout replaced by each garbage in turn."""
+    garbage = {"binary": bytes(range(256)) * 40, "empty": b""}
     async with FakeOpenAI([ModelTurn(text="First."), ModelTurn(text="never")]) as server:
         thread = next(e for e in await run_codex(server, workspace, "One.") if isinstance(e, SessionStarted))
         path = rollout(thread.session_id)
-        path.write_bytes(content)
-        events = await run_codex(server, workspace, "Two.", resume=thread.short_id)
-        assert len(server.model_requests()) == 1, "the resume reached no model"
-    error = the_error(events)
-    assert error.code == "corrupt_session"
-    assert str(path) in error.message
-    assert "left unchanged" in error.message
-    assert path.read_bytes() == content
+        for name, content in garbage.items():
+            path.write_bytes(content)
+            events = await run_codex(server, workspace, "Two.", resume=thread.short_id)
+            assert len(server.model_requests()) == 1, f"{name}: the resume reached no model"
+            error = the_error(events)
+            assert error.code == "corrupt_session", (name, error.message)
+            assert str(path) in error.message, name
+            assert "left unchanged" in error.message, name
+            assert path.read_bytes() == content, name
 
 
 @pytest.mark.parametrize("pool_size", [0, 1])

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.bad_binaries import unmakeable_folder_error
 from tests.e2e.codex.conftest import run_codex
-from unified.events import ErrorEvent, Result
 from unified.testing import FakeOpenAI, ModelTurn
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -25,10 +25,6 @@ async def test_a_data_folder_that_cannot_be_made_is_backend_unavailable(
     async with FakeOpenAI([ModelTurn(text="Done.")]) as server:
         events = await run_codex(server, workspace)
         assert server.model_requests() == []  # no model call: the run ended before the app-server
-    errors = [e for e in events if isinstance(e, ErrorEvent)]
-    assert [e.code for e in errors] == ["backend_unavailable"], [e.message for e in errors]
-    assert "the codex backend cannot make its folder /proc/" in errors[0].message
-    assert "/unified-round18/data/codex-home: no folder can be made there" in errors[0].message
-    assert "point UNIFIED_DATA_DIR at a folder that exists or can be made" in errors[0].message
-    assert isinstance(events[-1], Result)
-    assert events[-1].status == "error"
+    unmakeable_folder_error(
+        events, "codex", "/unified-round18/data/codex-home: no folder can be made there", setting="UNIFIED_DATA_DIR"
+    )

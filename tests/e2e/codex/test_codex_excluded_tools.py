@@ -48,24 +48,34 @@ async def test_by_default_codex_offers_its_tools(workspace: Path) -> None:
     assert offered == OFFERED
 
 
-@pytest.mark.parametrize(
-    ("excluded", "gone"),
-    [
-        ("view_image", {"view_image"}),
-        ("request_user_input", {"request_user_input"}),
-        ("ask_user", {"request_user_input"}),
-        ("run_shell_command", {"exec_command", "write_stdin"}),
-        ("exec_command", {"exec_command", "write_stdin"}),
-        ("create_goal", {"get_goal", "create_goal", "update_goal"}),
-        ("tool_search", {"tool_search"}),
-        ("invoke_agent", {"tool_search"}),
-    ],
-)
-async def test_an_excluded_tool_is_not_offered(workspace: Path, excluded: str, gone: set[str]) -> None:
-    """OFFERED before (every one of them): Codex has no flag, the thread's config has a key for each."""
-    offered, events = await _run(workspace, (excluded,))
-    assert offered == OFFERED - gone
-    assert not [e for e in events if isinstance(e, WarningEvent) and "excluded_tools" in e.message]
+EXCLUDED = [
+    ("view_image", {"view_image"}),
+    ("request_user_input", {"request_user_input"}),
+    ("ask_user", {"request_user_input"}),
+    ("run_shell_command", {"exec_command", "write_stdin"}),
+    ("exec_command", {"exec_command", "write_stdin"}),
+    ("create_goal", {"get_goal", "create_goal", "update_goal"}),
+    ("tool_search", {"tool_search"}),
+    ("invoke_agent", {"tool_search"}),
+]
+"""Each tool a run excludes and what Codex then no longer offers."""
+
+
+async def test_an_excluded_tool_is_not_offered(workspace: Path) -> None:
+    """OFFERED before (every one of them): Codex has no flag, the thread's config has a key for each. One run for
+    each excluded tool against one server, each run's request asserted on its own: the tools are the thread's,
+    so the default pool's warm app-server serves every run (one start, not one a tool)."""
+    async with FakeOpenAI([ModelTurn(text="done") for _ in EXCLUDED]) as server:
+        for excluded, gone in EXCLUDED:
+            before = len(server.model_requests())
+            events = await run_codex(server, workspace, excluded_tools=(excluded,))
+            (request,) = server.model_requests()[before:]
+            offered = {str(tool.get("name") or tool.get("type")) for tool in request.body["tools"]}
+            result = events[-1]
+            assert isinstance(result, Result)
+            assert result.status == "success", (excluded, result.error)
+            assert offered == OFFERED - gone, excluded
+            assert not [e for e in events if isinstance(e, WarningEvent) and "excluded_tools" in e.message], excluded
 
 
 async def test_excluded_web_search_is_not_turned_on(workspace: Path) -> None:

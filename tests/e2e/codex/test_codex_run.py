@@ -68,7 +68,6 @@ def result(events: list) -> Result:  # type: ignore[type-arg]
     return last
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_text_streams_as_deltas_with_the_reported_usage(workspace: Path) -> None:
     turn = ModelTurn(
         text="Hello from the fake model.", text_chunks=3, usage=Usage(input_tokens=12, output_tokens=6, cached_tokens=4)
@@ -293,7 +292,6 @@ async def test_a_stalled_stream_fails_after_codexs_idle_limit(workspace: Path) -
     assert "idle timeout" in error.message
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_a_provider_that_is_down_does_not_hang_the_run(workspace: Path) -> None:
     with FakeOpenAI() as server:
         base_url = server.base_url
@@ -379,28 +377,29 @@ async def test_a_killed_app_server_leaves_no_command_behind(workspace: Path) -> 
 MCP_ECHO = Path(__file__).resolve().parents[1] / "conformance" / "mcp_echo_server.py"
 
 
-@pytest.mark.parametrize(("answer", "ran"), [(UserInputResponse.allow(), True), (UserInputResponse.deny(), False)])
-async def test_an_mcp_call_asks_through_codexs_elicitation(
-    workspace: Path, answer: UserInputResponse, ran: bool
-) -> None:
+async def test_an_mcp_call_asks_through_codexs_elicitation(workspace: Path) -> None:
+    """One run, two calls of the MCP tool: the first allowed (it runs), the second denied (an error result)."""
     from unified.types import StdioMcpServer
 
-    call = FunctionCall(name="mcp__echo__echo", args={"text": "hi"}, id="call_mcp")
+    calls = [FunctionCall(name="mcp__echo__echo", args={"text": text}, id=f"call_mcp_{text}") for text in ("hi", "no")]
     server_spec = StdioMcpServer(name="echo", command=sys.executable, args=(str(MCP_ECHO),), timeout_s=30)
-    asked, handler = answering(answer)
-    async with FakeOpenAI([ModelTurn(function_calls=[call]), ModelTurn(text="done")]) as server:
+    asked, handler = answering(UserInputResponse.allow(), UserInputResponse.deny())
+    turns = [ModelTurn(function_calls=[call]) for call in calls]
+    async with FakeOpenAI([*turns, ModelTurn(text="done")]) as server:
         events = await run_codex(server, workspace, on_user_input=handler, mcp_servers=(server_spec,))
-    use = next(e for e in events if isinstance(e, ToolUse))
-    assert (use.name, use.input) == ("mcp__echo__echo", {"text": "hi"})
-    (request,) = asked
-    assert request.tool_use_id == "call_mcp"
-    assert request.details["server"] == "echo"
-    (decision,) = decisions(events)
-    assert decision.decided_by == "user"
-    output = next(e for e in events if isinstance(e, ToolResult))
-    assert output.is_error is not ran
-    if ran:
-        assert output.output == "echo: hi"
+    uses = [e for e in events if isinstance(e, ToolUse)]
+    assert [(use.name, use.input) for use in uses] == [
+        ("mcp__echo__echo", {"text": "hi"}),
+        ("mcp__echo__echo", {"text": "no"}),
+    ]
+    assert [(request.tool_use_id, request.details["server"]) for request in asked] == [
+        ("call_mcp_hi", "echo"),
+        ("call_mcp_no", "echo"),
+    ]
+    assert [(d.decision, d.decided_by) for d in decisions(events)] == [("allow", "user"), ("deny", "user")]
+    allowed, denied = [e for e in events if isinstance(e, ToolResult)]
+    assert (allowed.tool_use_id, allowed.is_error, allowed.output) == ("call_mcp_hi", False, "echo: hi")
+    assert (denied.tool_use_id, denied.is_error) == ("call_mcp_no", True)
 
 
 ASK = FunctionCall(

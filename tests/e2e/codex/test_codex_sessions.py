@@ -80,7 +80,6 @@ def unified_cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Comple
     )
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_resume_by_short_id_from_another_directory_and_process(tmp_path: Path) -> None:
     project_a, project_b = tmp_path / "a", tmp_path / "b"
     project_a.mkdir()

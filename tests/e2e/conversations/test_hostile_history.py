@@ -58,16 +58,36 @@ def _home_files(root: Path) -> set[Path]:
     return {p for p in root.rglob("*") if p.is_file()}
 
 
+LOST_CALL = [
+    UserTurn(parts=[TextPart(text="read a, then tell me the word: wren-5")]),
+    ModelTurn(parts=[ToolCallPart(id="call_lost1", name="read_file", arguments={"path": "a"})]),
+    UserTurn(parts=[TextPart(text="never mind the file")]),
+    ModelTurn(parts=[TextPart(text="fine.")]),
+]
+"""A call whose result never came: every provider's API refuses a history whose call is not answered in the next
+turn (HTTP 400: Anthropic's "tool_use ids were found without tool_result blocks", OpenAI's "No tool output found
+for function call"): such a call gets an error result, as failover gives one, and the run goes on."""
+
+
 @pytest.mark.parametrize("target", TARGETS)
 async def test_a_hostile_but_valid_history_continues(lab: Lab, target: str) -> None:  # noqa: F811 (the fixture)
+    """Three histories one after another, one run a target, each one's assertions its own: the hostile one, a
+    call whose result never came (LOST_CALL), and one in no provider's order or shapes (_no_providers_order:
+    each target's model server gets it in its provider's order and shapes, docs/conversations.md, "Order, ids
+    and names": no name with `/` or of 130 characters, no Anthropic id outside its pattern, no OpenAI call id
+    over 64 characters; every message kept)."""
     outside = {p for p in lab.workspace.parent.iterdir() if p != lab.home and p != lab.workspace}
     question = "what was the word?"
     before = len(lab.model_requests(target))
     lab.server(target).add(ScriptTurn(text=f"kestrel, said {target}."))
     signer: Provider = "anthropic" if provider_of_backend(target) != "anthropic" else "openai"
-    second = _result(await lab.run(lab.params(target, question, history=_hostile(signer))))
-    assert (second.status, second.backend) == ("success", target), second.error
+    history = Conversation(turns=[*_hostile(signer).turns, *LOST_CALL, *_no_providers_order().turns])
+    second = _result(await lab.run(lab.params(target, question, history=history)))
+    assert (second.status, second.backend, second.final_text) == ("success", target, f"kestrel, said {target}."), (
+        second.error
+    )
     sent = next(body for body in lab.model_requests(target)[before:] if question in body)
+    # the hostile history
     escaped = json.dumps(SPLITTERS)[1:-1]
     assert "kestrel-42" in sent
     assert escaped in sent, sent  # the text whole: not cut at a line separator
@@ -75,59 +95,43 @@ async def test_a_hostile_but_valid_history_continues(lab: Lab, target: str) -> N
     assert FOREIGN_SIGNATURE not in sent
     assert {p for p in lab.workspace.parent.iterdir() if p != lab.home and p != lab.workspace} == outside
     assert _home_files(lab.workspace) == set()  # nothing written into the project either
+    # the call whose result never came
+    assert "wren-5" in sent
+    assert sent.count("call_lost1") >= 2 or target in ("gemini-cli", "generate-content", "interactions"), sent
+    assert "not run" in sent, sent
+    # no provider's order or shapes
+    for said in ("M0 the model", "U1 remember stork-31", "M1 noted", "R1 read", "R2 long", "R3 ran"):
+        assert said in sent, said
+    assert '"fs/read"' not in sent
+    assert "n" * 130 not in sent
+    if target in ("claude-code", "codex"):
+        assert "x" * 300 not in sent
+    if target == "claude-code":
+        assert '"fc/abc.def"' not in sent
+        assert '"toolu:9"' not in sent
 
 
 @pytest.mark.parametrize("target", TARGETS)
 async def test_a_hostile_history_ending_with_the_users_turn_is_retried(lab: Lab, target: str) -> None:  # noqa: F811
-    last = f"answer this again: merlin-7 {SPLITTERS}"
+    """The user's last turn, retried, is also a prompt after a call whose result never came (the case of its own
+    before): one run a target, each case's assertions its own."""
+    last = f"never mind, the word is finch-3? answer this again: merlin-7 {SPLITTERS}"
     history = _hostile("google" if provider_of_backend(target) != "google" else "openai")
-    history = history.model_copy(update={"turns": [*history.turns, UserTurn(parts=[TextPart(text=last)])]})
+    lost = [
+        UserTurn(parts=[TextPart(text="read a")]),
+        ModelTurn(parts=[ToolCallPart(id="call_lost2", name="read_file", arguments={"path": "a"})]),
+    ]
+    history = history.model_copy(update={"turns": [*history.turns, *lost, UserTurn(parts=[TextPart(text=last)])]})
     before = len(lab.model_requests(target))
     lab.server(target).add(ScriptTurn(text=f"merlin, said {target}."))
     result = _result(await lab.run(lab.params(target, "", history=history, retry=True)))
     assert (result.status, result.final_text) == ("success", f"merlin, said {target}."), result.error
     sent = next(body for body in lab.model_requests(target)[before:] if "merlin-7" in body)
+    # the hostile history ending with the user's turn
     assert sent.count("merlin-7") == 1
     assert json.dumps(last)[1:-1] in sent
     assert "kestrel-42" in sent
-
-
-@pytest.mark.parametrize("target", TARGETS)
-async def test_a_call_whose_result_never_came_is_answered_before_the_model_reads_on(lab: Lab, target: str) -> None:  # noqa: F811
-    """Every provider's API refuses a history whose call is not answered in the next turn (HTTP 400: Anthropic's
-    "tool_use ids were found without tool_result blocks", OpenAI's "No tool output found for function call"):
-    such a call gets an error result, as failover gives one, and the run goes on."""
-    history = Conversation(
-        turns=[
-            UserTurn(parts=[TextPart(text="read a, then tell me the word: wren-5")]),
-            ModelTurn(parts=[ToolCallPart(id="call_lost1", name="read_file", arguments={"path": "a"})]),
-            UserTurn(parts=[TextPart(text="never mind the file")]),
-            ModelTurn(parts=[TextPart(text="fine.")]),
-        ]
-    )
-    before = len(lab.model_requests(target))
-    lab.server(target).add(ScriptTurn(text="wren."))
-    result = _result(await lab.run(lab.params(target, "the word?", history=history)))
-    assert (result.status, result.final_text) == ("success", "wren."), result.error
-    sent = next(body for body in lab.model_requests(target)[before:] if "the word?" in body)
-    assert sent.count("call_lost1") >= 2 or target in ("gemini-cli", "generate-content", "interactions"), sent
-    assert "not run" in sent, sent
-
-
-@pytest.mark.parametrize("target", TARGETS)
-async def test_a_prompt_after_a_call_whose_result_never_came_is_retried(lab: Lab, target: str) -> None:  # noqa: F811
-    history = Conversation(
-        turns=[
-            UserTurn(parts=[TextPart(text="read a")]),
-            ModelTurn(parts=[ToolCallPart(id="call_lost2", name="read_file", arguments={"path": "a"})]),
-            UserTurn(parts=[TextPart(text="never mind, the word is finch-3?")]),
-        ]
-    )
-    before = len(lab.model_requests(target))
-    lab.server(target).add(ScriptTurn(text="finch."))
-    result = _result(await lab.run(lab.params(target, "", history=history, retry=True)))
-    assert (result.status, result.final_text) == ("success", "finch."), result.error
-    sent = next(body for body in lab.model_requests(target)[before:] if "finch-3" in body)
+    # the prompt after a call whose result never came
     assert sent.count("finch-3") == 1
     assert "not run" in sent, sent
 
@@ -141,29 +145,31 @@ ODD_ORDERS = {
     ],
     "empty turns": [
         UserTurn(parts=[]),
-        UserTurn(parts=[TextPart(text="remember heron-11")]),
+        UserTurn(parts=[TextPart(text="remember heron-12")]),
         ModelTurn(parts=[]),
         ModelTurn(parts=[TextPart(text="", signature=None)]),
     ],
     "a result named otherwise than its call": [
-        UserTurn(parts=[TextPart(text="remember heron-11")]),
+        UserTurn(parts=[TextPart(text="remember heron-13")]),
         ModelTurn(parts=[ToolCallPart(id="call_n1", name="read_file", arguments={"path": "a"})]),
         UserTurn(parts=[ToolResultPart(call_id="call_n1", name="something_else", output="text")]),
         ModelTurn(parts=[TextPart(text="ok")]),
     ],
 }
+"""Each odd order with the word it asks to remember; a run's history is all three, one after another (the first
+starts it, so it starts with the model): one run a target, each case's word asserted on its own."""
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("case", sorted(ODD_ORDERS))
-async def test_turns_in_an_odd_order_still_continue(lab: Lab, target: str, case: str) -> None:  # noqa: F811
+async def test_turns_in_an_odd_order_still_continue(lab: Lab, target: str) -> None:  # noqa: F811
     before = len(lab.model_requests(target))
     lab.server(target).add(ScriptTurn(text="heron."))
-    history = Conversation(turns=ODD_ORDERS[case])
+    history = Conversation(turns=[turn for turns in ODD_ORDERS.values() for turn in turns])
     result = _result(await lab.run(lab.params(target, "the word?", history=history)))
     assert (result.status, result.final_text) == ("success", "heron."), result.error
     sent = next(body for body in lab.model_requests(target)[before:] if "the word?" in body)
-    assert "heron-11" in sent
+    for number, case in enumerate(ODD_ORDERS, start=11):
+        assert f"heron-{number}" in sent, case
 
 
 @pytest.mark.parametrize("target", ["gemini-cli", "claude-code", "codex"])
@@ -209,24 +215,3 @@ def _no_providers_order() -> Conversation:
             ),
         ]
     )
-
-
-@pytest.mark.parametrize("target", TARGETS)
-async def test_a_history_in_no_providers_order_or_shapes_continues_in_each_ones(lab: Lab, target: str) -> None:  # noqa: F811
-    """Each target's model server gets the history in its provider's order and shapes (docs/conversations.md,
-    "Order, ids and names"): no name with `/` or of 130 characters, no Anthropic id outside its pattern, no
-    OpenAI call id over 64 characters; every message kept."""
-    before = len(lab.model_requests(target))
-    lab.server(target).add(ScriptTurn(text="stork."))
-    result = _result(await lab.run(lab.params(target, "the word?", history=_no_providers_order())))
-    assert (result.status, result.final_text) == ("success", "stork."), result.error
-    sent = next(body for body in lab.model_requests(target)[before:] if "the word?" in body)
-    for said in ("M0 the model", "U1 remember stork-31", "M1 noted", "R1 read", "R2 long", "R3 ran"):
-        assert said in sent, said
-    assert '"fs/read"' not in sent
-    assert "n" * 130 not in sent
-    if target in ("claude-code", "codex"):
-        assert "x" * 300 not in sent
-    if target == "claude-code":
-        assert '"fc/abc.def"' not in sent
-        assert '"toolu:9"' not in sent

@@ -29,7 +29,7 @@ from tests.e2e.gemini_cli.test_gemini_cli_bad_input import gemini_started, param
 from tests.hang_guard import HANG_GUARD_S
 from unified import execute
 from unified._binary import framing
-from unified.events import PermissionDecision, Result, SessionStarted, TextDelta, ToolResult
+from unified.events import ErrorEvent, PermissionDecision, Result, SessionStarted, TextDelta, ToolResult
 from unified.testing import FakeGemini, FunctionCall, ModelTurn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
@@ -42,35 +42,34 @@ def _long_answer(cap: int) -> str:
     return " ".join(words.choice(vocabulary) for _ in range(cap * 3 // 2 // 6))
 
 
+async def _error_then_resume(workspace: Path, answer: str) -> ErrorEvent:
+    """A stream-json run whose model answers `answer`, then a resume of its session, asserted to continue that
+    session: the first run's error."""
+    async with FakeGemini([ModelTurn(text=answer), ModelTurn(text="Shorter.")]) as server:
+        events = await run(server, workspace, transport="stream-json")
+        session = next(e for e in events if isinstance(e, SessionStarted))
+        again = await run(server, workspace, "Shorter, please.", resume=session.short_id, transport="stream-json")
+    resumed = next(e for e in again if isinstance(e, SessionStarted))
+    assert (resumed.resumed, resumed.session_id) == (True, session.session_id)
+    assert isinstance(again[-1], Result)
+    return the_error(events)
+
+
 async def test_a_stream_json_answer_over_the_line_cap_is_an_error_and_the_session_resumes(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(framing, "MAX_LINE_BYTES", 32 * 1024)
-    text = _long_answer(32 * 1024)
-    async with FakeGemini([ModelTurn(text=text), ModelTurn(text="Shorter.")]) as server:
-        events = await run(server, workspace, transport="stream-json")
-        error = the_error(events)
-        session = next(e for e in events if isinstance(e, SessionStarted))
-        again = await run(server, workspace, "Shorter, please.", resume=session.short_id, transport="stream-json")
+    error = await _error_then_resume(workspace, _long_answer(32 * 1024))
     assert error.code == "backend_error", error.message
     assert "larger than unified reads" in error.message
     assert "limits.MAX_EVENT_BYTES" in error.message
-    resumed = next(e for e in again if isinstance(e, SessionStarted))
-    assert (resumed.resumed, resumed.session_id) == (True, session.session_id)
-    assert isinstance(again[-1], Result)
 
 
 async def test_a_stream_json_answer_cut_off_by_the_cli_s_exit_says_so_and_the_session_resumes(workspace: Path) -> None:
-    async with FakeGemini([ModelTurn(text=_long_answer(200_000)), ModelTurn(text="Shorter.")]) as server:
-        events = await run(server, workspace, transport="stream-json")
-        error = the_error(events)
-        session = next(e for e in events if isinstance(e, SessionStarted))
-        again = await run(server, workspace, "Shorter, please.", resume=session.short_id, transport="stream-json")
+    error = await _error_then_resume(workspace, _long_answer(200_000))
     assert error.code == "backend_error", error.message
     assert "ended (exit code 0) in the middle of its answer" in error.message
     assert "use the acp transport" in error.message
-    resumed = next(e for e in again if isinstance(e, SessionStarted))
-    assert (resumed.resumed, resumed.session_id) == (True, session.session_id)
 
 
 @pytest.mark.parametrize(
