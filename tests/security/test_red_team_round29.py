@@ -357,6 +357,7 @@ async def test_a_write_of_a_file_that_runs_code_later_is_asked(tmp_path: Path, p
     async with ToolRuntime(ws, approval_mode="auto_edit") as tools:
         [outcome] = await tools.run_batch([ToolCall("1", "write_file", {"file_path": path, "content": "pwned\n"})])
     assert outcome.is_error
+    assert outcome.decision is not None
     assert outcome.decision.rule == "protected-paths"
     assert not (ws / path).exists()
 
