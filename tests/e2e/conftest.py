@@ -29,9 +29,11 @@ def binaries(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(variable, str(binary))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def warm_cli_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmCli]:
-    """The worker's shared FakeGemini, HOME and warm CLI processes (`tests.harness.warm_cli` says who may use it)."""
+    """A module's shared FakeGemini, HOME and warm CLI processes on a worker (`tests.harness.warm_cli` says who may
+    use it): ended with the module's last test there, so no other module's test meets a process it did not start
+    (a worker runs a module's tests one after another)."""
     with WarmCli.started(tmp_path_factory.mktemp("warm-cli-home")) as host:
         yield host
 

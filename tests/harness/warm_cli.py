@@ -1,10 +1,11 @@
-"""One warm `gemini --acp` process for many tests of a worker, as an orchestrator's runs share one.
+"""One warm `gemini --acp` process for the tests of a module, as an orchestrator's runs share one.
 
 A cold start of the CLI costs 1.1-1.4 s of CPU (node loading its bundle), most of the suite's time; a new
 ACP session in a running process costs a few milliseconds. unified's pool keeps a process warm for the
 next run launched alike (the same argv and environment: the same HOME, cache folder and fake server).
 Tests whose runs need nothing of their own in the launch share one here: one FakeGemini playing each
-test's script in turn (`ScriptedFake.play`), one prepared HOME, and a pool of their own (the default pool
+test's script in turn (`ScriptedFake.play`), or one `--fake-responses` file holding each test's recorded
+responses in turn (`responses`), one prepared HOME, and a pool of their own (the default pool
 stays cold in tests, `backend_options_for`). Each test still has its own workspace, so its own project
 folder (chats, trust) under that HOME.
 
@@ -26,12 +27,12 @@ from unified.testing import FakeGemini, Turn, backend_options_for, prepare_cli_h
 __all__ = ["WarmCli"]
 
 WARM_PROCESSES = 2
-"""Processes kept warm for a worker: a second launch (another approval mode's policy) does not evict the first."""
+"""Processes kept warm for a module: a second launch (another approval mode's policy) does not evict the first."""
 
 
 @dataclass(frozen=True)
 class WarmCli:
-    """A worker's shared FakeGemini, HOME and pool of warm CLI processes."""
+    """A module's shared FakeGemini, HOME and pool of warm CLI processes (on one worker)."""
 
     server: FakeGemini
     home: Path
@@ -40,7 +41,7 @@ class WarmCli:
     @classmethod
     @contextmanager
     def started(cls, home: Path) -> Iterator[WarmCli]:
-        """Serving until the block ends; then its processes are killed (a worker's tests are over)."""
+        """Serving until the block ends; then its processes are killed (the module's tests are over)."""
         pool = AcpPool(size=WARM_PROCESSES)
         try:
             with FakeGemini() as server:
@@ -52,6 +53,12 @@ class WarmCli:
         """The server, playing `turns` from now on (the last test's script and requests forgotten)."""
         self.server.play(turns)
         return self.server
+
+    @property
+    def responses(self) -> Path:
+        """The one `--fake-responses` file runs on recorded responses name (the CLI reads it from its start at
+        every session): a test copies its own there before it runs."""
+        return self.home / "model.responses"
 
     def options(self) -> dict[str, object]:
         """`backend_options` of a gemini-cli run on the shared server, leasing from the shared pool."""

@@ -75,7 +75,7 @@ def expected_shape(scenario: Scenario, column: Column) -> tuple[Shape, str | Non
 
 
 def _ready(column: Column, request: pytest.FixtureRequest) -> WarmCli | None:
-    """The column's binary made ready; for the ACP column, the worker's warm CLI its scenarios share (each
+    """The column's binary made ready; for the ACP column, the module's warm CLI its scenarios share (each
     scenario is a new session with its own workspace, as an orchestrator's runs in one pooled process)."""
     if not column.needs_cli:
         return None
@@ -96,7 +96,7 @@ def binary_ready(column: Column) -> None:
 async def run_scenario(
     column: Column, scenario: Scenario, workspace: Path, warm: WarmCli | None = None
 ) -> tuple[Run, list[UserInputRequest]]:
-    """The scenario's run(s) on `column`; with `warm`, on the worker's shared server and warm CLI process."""
+    """The scenario's run(s) on `column`; with `warm`, on the module's shared server and warm CLI process."""
     first_turns = scenario.first_run.turns if scenario.first_run else ()
     asked: list[UserInputRequest] = []
     options = scenario.options_for.get(column.name, {})

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY
+from tests.harness.warm_cli import WarmCli
 from unified import ExecuteParams
 from unified._execute import EventStream
 from unified.events import UnifiedEvent
@@ -81,6 +82,24 @@ def run_gemini(workspace: Path) -> Callable[..., Awaitable[list[UnifiedEvent]]]:
             async for event in stream:
                 events.append(event)
         return events
+
+    return run
+
+
+@pytest.fixture
+def warm_gemini(workspace: Path, warm_cli: WarmCli) -> Callable[..., Awaitable[list[UnifiedEvent]]]:
+    """`run_gemini` on the worker's warm CLI process (`tests.harness.warm_cli`, where its HOME is): the test's
+    recorded responses copied to the one file the warm launch names. For a test that looks at nothing in HOME
+    but its own project's files, and counts no process: most runs of a stream's shape, a permission, a tool."""
+
+    async def run(fake: Path, prompt: str = "go", **fields: Any) -> list[UnifiedEvent]:
+        warm_cli.responses.write_bytes(fake.read_bytes())  # noqa: ASYNC240 -- a small file, before the run starts
+        options = {"fake_responses": str(warm_cli.responses), "pool": warm_cli.pool}
+        options |= fields.pop("backend_options", {})
+        fields.setdefault("cwd", workspace)
+        params = ExecuteParams(prompt=prompt, backend="gemini-cli", backend_options=options, **fields)
+        async with EventStream(params, strict=True) as stream:
+            return [event async for event in stream]
 
     return run
 

@@ -63,9 +63,9 @@ def result_of(events: Sequence[object]) -> Result:
 
 
 @BOTH_LOOPS
-async def test_text_and_thoughts(run_gemini: Run, responses: Responses) -> None:
+async def test_text_and_thoughts(warm_gemini: Run, responses: Responses) -> None:
     fake = responses(stream_line(thought("**Planning**\nSay hi politely."), text("Hello "), text("there.")))
-    events = await run_gemini(fake)
+    events = await warm_gemini(fake)
     assert kinds(events) == ["session_started", "thinking", "text_delta", "assistant_message", "result"]
     started = events[0]
     assert isinstance(started, SessionStarted)
@@ -83,9 +83,9 @@ async def test_text_and_thoughts(run_gemini: Run, responses: Responses) -> None:
 
 
 @ASYNCIO_ONLY
-async def test_tool_call_then_answer(run_gemini: Run, responses: Responses) -> None:
+async def test_tool_call_then_answer(warm_gemini: Run, responses: Responses) -> None:
     fake = responses(stream_line(call("read_file", file_path="notes.txt")), stream_line(text("It says alpha.")))
-    events = await run_gemini(fake)
+    events = await warm_gemini(fake)
     use = next(e for e in events if isinstance(e, ToolUse))
     done = next(e for e in events if isinstance(e, ToolResult))
     assert use.name == "read_file"
@@ -95,13 +95,13 @@ async def test_tool_call_then_answer(run_gemini: Run, responses: Responses) -> N
 
 
 @ASYNCIO_ONLY
-async def test_parallel_calls(run_gemini: Run, responses: Responses, workspace: Path) -> None:
+async def test_parallel_calls(warm_gemini: Run, responses: Responses, workspace: Path) -> None:
     (workspace / "two.txt").write_text("two")
     fake = responses(
         stream_line(call("read_file", file_path="notes.txt"), call("read_file", file_path="two.txt")),
         stream_line(text("Both read.")),
     )
-    events = await run_gemini(fake)
+    events = await warm_gemini(fake)
     uses = [e for e in events if isinstance(e, ToolUse)]
     results = [e for e in events if isinstance(e, ToolResult)]
     assert len(uses) == 2
@@ -109,9 +109,9 @@ async def test_parallel_calls(run_gemini: Run, responses: Responses, workspace: 
 
 
 @ASYNCIO_ONLY
-async def test_plan_mode_denies_write(run_gemini: Run, responses: Responses, workspace: Path) -> None:
+async def test_plan_mode_denies_write(warm_gemini: Run, responses: Responses, workspace: Path) -> None:
     fake = responses(stream_line(call("write_file", file_path="new.txt", content="x")), stream_line(text("Denied.")))
-    events = await run_gemini(fake, approval_mode="plan")
+    events = await warm_gemini(fake, approval_mode="plan")
     decision = next(e for e in events if isinstance(e, PermissionDecision))
     # The CLI asks (it would allow plan files itself); unified's plan mode denies, as on the API backends.
     assert (decision.decision, decision.decided_by, decision.rule) == ("deny", "approval_mode", "plan-denies")
@@ -121,7 +121,7 @@ async def test_plan_mode_denies_write(run_gemini: Run, responses: Responses, wor
 
 @pytest.mark.parametrize(("anyio_backend", "allow"), [("asyncio", True), ("asyncio", False), ("trio", True)])
 async def test_permission_through_on_user_input(
-    run_gemini: Run, responses: Responses, workspace: Path, allow: bool
+    warm_gemini: Run, responses: Responses, workspace: Path, allow: bool
 ) -> None:
     fake = responses(stream_line(call("write_file", file_path="new.txt", content="x")), stream_line(text("ok")))
     asked: list[UserInputRequest] = []
@@ -130,7 +130,7 @@ async def test_permission_through_on_user_input(
         asked.append(request)
         return UserInputResponse.allow() if allow else UserInputResponse.deny()
 
-    events = await run_gemini(fake, on_user_input=answer)
+    events = await warm_gemini(fake, on_user_input=answer)
     assert [r.source for r in asked] == ["permission"]
     assert asked[0].tool_name == "write_file"
     decision = next(e for e in events if isinstance(e, PermissionDecision))
@@ -142,7 +142,7 @@ async def test_permission_through_on_user_input(
 
 @ASYNCIO_ONLY
 async def test_shell_in_default_mode_asks_the_caller_for_every_command(
-    run_gemini: Run, responses: Responses, workspace: Path
+    warm_gemini: Run, responses: Responses, workspace: Path
 ) -> None:
     """0.61's policy engine would run a command it deems safe (`echo hi`, `ls`) without asking anyone; unified's
     rule for the CLI (a shell rule with arguments, which its heuristics leave alone) makes it ask, so the
@@ -156,7 +156,7 @@ async def test_shell_in_default_mode_asks_the_caller_for_every_command(
         asked.append(request)
         return UserInputResponse.deny()
 
-    events = await run_gemini(fake, on_user_input=deny_all)
+    events = await warm_gemini(fake, on_user_input=deny_all)
     decisions = [e for e in events if isinstance(e, PermissionDecision)]
     assert [r.tool_name for r in asked] == ["run_shell_command"] * 3
     assert [r.details["args"] for r in asked] == [{"command": c} for c in commands]
@@ -169,23 +169,23 @@ async def test_shell_in_default_mode_asks_the_caller_for_every_command(
 
 
 @ASYNCIO_ONLY
-async def test_default_mode_without_handler_denies_visibly(run_gemini: Run, responses: Responses) -> None:
+async def test_default_mode_without_handler_denies_visibly(warm_gemini: Run, responses: Responses) -> None:
     fake = responses(stream_line(call("write_file", file_path="new.txt", content="x")), stream_line(text("ok")))
-    events = await run_gemini(fake)
+    events = await warm_gemini(fake)
     decision = next(e for e in events if isinstance(e, PermissionDecision))
     assert (decision.decision, decision.decided_by, decision.rule) == ("deny", "policy", "write-asks")
     assert decision.reason == "it needs approval and nobody can answer in this non-interactive run"
 
 
 @ASYNCIO_ONLY
-async def test_subagent_with_inner_tool_calls(run_gemini: Run, responses: Responses) -> None:
+async def test_subagent_with_inner_tool_calls(warm_gemini: Run, responses: Responses) -> None:
     fake = responses(
         stream_line(call("invoke_agent", agent_name="generalist", prompt="read notes.txt")),
         stream_line(call("read_file", file_path="notes.txt"), prompt_tokens=50, output_tokens=7),
         stream_line(call("complete_task", result={"response": "alpha and beta"}), prompt_tokens=60, output_tokens=8),
         stream_line(text("The notes say alpha and beta.")),
     )
-    events = await run_gemini(fake, approval_mode="yolo")
+    events = await warm_gemini(fake, approval_mode="yolo")
     started = next(e for e in events if isinstance(e, SubagentStarted))
     inner = [e for e in events if isinstance(e, ToolUse) and e.subagent_task_id == started.task_id]
     assert started.agent_name == "generalist"
@@ -199,9 +199,9 @@ async def test_subagent_with_inner_tool_calls(run_gemini: Run, responses: Respon
 
 
 @ASYNCIO_ONLY
-async def test_api_error_is_a_typed_error(run_gemini: Run, responses: Responses) -> None:
+async def test_api_error_is_a_typed_error(warm_gemini: Run, responses: Responses) -> None:
     fake = responses(stream_line(call("read_file", file_path="notes.txt")))  # runs out: the model call fails
-    events = await run_gemini(fake)
+    events = await warm_gemini(fake)
     result = result_of(events)
     assert result.status == "error"
     assert "No more mock responses" in (result.error or "")
@@ -237,8 +237,8 @@ def test_the_recordings_are_all_there() -> None:
 
 @ASYNCIO_ONLY  # one cold start per recording, each its own test so that xdist spreads them
 @pytest.mark.parametrize("recording", FAKE_RESPONSES_SAMPLE, ids=[r.name for r in FAKE_RESPONSES_SAMPLE])
-async def test_sampled_recordings_play_through(run_gemini: Run, recording: Path) -> None:
-    events = await run_gemini(
+async def test_sampled_recordings_play_through(warm_gemini: Run, recording: Path) -> None:
+    events = await warm_gemini(
         recording,
         prompt="Please do the task.",
         approval_mode="yolo",
@@ -398,8 +398,8 @@ def _cmdline(pid: int) -> bytes:
 
 
 @ASYNCIO_ONLY
-async def test_text_delta_only_for_real_text_after_mode_switch(run_gemini: Run, responses: Responses) -> None:
-    events = await run_gemini(responses(stream_line(text("fine"))), approval_mode="auto_edit")
+async def test_text_delta_only_for_real_text_after_mode_switch(warm_gemini: Run, responses: Responses) -> None:
+    events = await warm_gemini(responses(stream_line(text("fine"))), approval_mode="auto_edit")
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["fine"]
 
 

@@ -20,10 +20,10 @@ Run = Callable[..., Awaitable[list[UnifiedEvent]]]
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 @pytest.mark.parametrize("transport", ["acp", "stream-json"])
 async def test_half_an_emoji_from_the_model_arrives_as_u_fffd(
-    run_gemini: Run, responses: Callable[..., Path], transport: str
+    warm_gemini: Run, responses: Callable[..., Path], transport: str
 ) -> None:
     fake = responses(stream_line(text("half an emoji \ud83d here")))
-    events = await run_gemini(fake, backend_options={"transport": transport})
+    events = await warm_gemini(fake, backend_options={"transport": transport})
     result = events[-1]
     assert isinstance(result, Result), events
     assert result.status == "success", result.error

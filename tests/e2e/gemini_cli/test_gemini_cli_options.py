@@ -71,9 +71,9 @@ def _assert_not_found(events: list[UnifiedEvent], name: str) -> None:
     assert "not found" in (done.output or "")
 
 
-async def test_excluded_tools_are_not_offered(run_gemini: Run, responses: Responses) -> None:
+async def test_excluded_tools_are_not_offered(warm_gemini: Run, responses: Responses) -> None:
     fake = responses(stream_line(call("read_file", file_path="notes.txt")), stream_line(text("could not read")))
-    events = await run_gemini(fake, excluded_tools=("read_file",))
+    events = await warm_gemini(fake, excluded_tools=("read_file",))
     # The CLI answers the model's call of an unknown tool with an error and shows nothing over ACP; the
     # adapter shows it from the chat file once the prompt has ended. test_tool_call_then_answer is the
     # control (the same call, not excluded, reads the file).
@@ -83,18 +83,18 @@ async def test_excluded_tools_are_not_offered(run_gemini: Run, responses: Respon
 
 
 @pytest.mark.parametrize("excluded", ["write_*", "*_file"])
-async def test_an_excluded_glob_takes_the_tools_it_names(run_gemini: Run, responses: Responses, excluded: str) -> None:
+async def test_an_excluded_glob_takes_the_tools_it_names(warm_gemini: Run, responses: Responses, excluded: str) -> None:
     """Red team round 20: the CLI reads a rule's `toolName` as one name, so a glob took no tool and `write_file`
     stayed offered (and, in auto_edit, wrote); now the glob is matched against the CLI's tools (`deny_rules`)."""
     fake = responses(stream_line(call("write_file", file_path="x.txt", content="x")), stream_line(text("not written")))
-    events = await run_gemini(fake, excluded_tools=(excluded,), approval_mode="auto_edit")
+    events = await warm_gemini(fake, excluded_tools=(excluded,), approval_mode="auto_edit")
     _assert_not_found(events, "write_file")
     assert result_of(events).final_text == "not written"
 
 
 @pytest.mark.parametrize("transport", ["acp", "stream-json"])
 async def test_include_directories_are_read_there_and_nowhere_else_new(
-    run_gemini: Run, responses: Responses, tmp_path: Path, transport: str
+    warm_gemini: Run, responses: Responses, tmp_path: Path, transport: str
 ) -> None:
     """REFUSED before over stream-json: its argv lacked `--include-directories`, so the CLI called the included
     folder outside the workspace."""
@@ -107,7 +107,7 @@ async def test_include_directories_are_read_there_and_nowhere_else_new(
         stream_line(call("read_file", file_path=str(tmp_path / "other" / "y.txt"))),
         stream_line(text("done")),
     )
-    events = await run_gemini(fake, include_directories=(tmp_path / "inc",), backend_options={"transport": transport})
+    events = await warm_gemini(fake, include_directories=(tmp_path / "inc",), backend_options={"transport": transport})
     included, other = [e for e in events if isinstance(e, ToolResult)]
     assert (included.is_error, included.output) == (False, "INCLUDED-X")
     assert other.is_error
@@ -116,10 +116,10 @@ async def test_include_directories_are_read_there_and_nowhere_else_new(
 
 
 async def test_system_instruction_replaces_the_system_prompt(
-    run_gemini: Run, responses: Responses, tmp_path: Path
+    warm_gemini: Run, responses: Responses, tmp_path: Path
 ) -> None:
     written = tmp_path / "sent-system.md"
-    events = await run_gemini(
+    events = await warm_gemini(
         responses(stream_line(text("arr"))),
         system_instruction="You are a pirate. Answer in pirate speak.",
         backend_options={"env": {"GEMINI_WRITE_SYSTEM_MD": str(written)}},  # the CLI writes what it sends
@@ -129,14 +129,14 @@ async def test_system_instruction_replaces_the_system_prompt(
     assert not [e for e in events if isinstance(e, WarningEvent) and "system_instruction" in e.message]
 
 
-async def test_unsupported_options_warn(run_gemini: Run, responses: Responses) -> None:
+async def test_unsupported_options_warn(warm_gemini: Run, responses: Responses) -> None:
     """(`max_turns` is kept over ACP too now: tests/e2e/gemini_cli/test_gemini_cli_max_turns.py.)"""
-    events = await run_gemini(responses(stream_line(text("ok"))), thinking={"budget": 1024})
+    events = await warm_gemini(responses(stream_line(text("ok"))), thinking={"budget": 1024})
     assert any(isinstance(e, WarningEvent) and "thinking" in e.message for e in events)
     assert result_of(events).status == "success"
 
 
-async def test_the_clis_own_ask_user_is_not_offered_over_acp(run_gemini: Run, responses: Responses) -> None:
+async def test_the_clis_own_ask_user_is_not_offered_over_acp(warm_gemini: Run, responses: Responses) -> None:
     """0.61 removes its own `ask_user` from the tools in ACP mode: a call of that bare name fails, nobody is
     asked. unified's ask_user is offered instead, as an MCP tool of another name (test_gemini_cli_ask_user.py)."""
     asked: list[UserInputRequest] = []
@@ -146,18 +146,18 @@ async def test_the_clis_own_ask_user_is_not_offered_over_acp(run_gemini: Run, re
         return UserInputResponse.allow()
 
     fake = responses(stream_line(call("ask_user", question="Which color?")), stream_line(text("never mind")))
-    events = await run_gemini(fake, on_user_input=answer)
+    events = await warm_gemini(fake, on_user_input=answer)
     assert not asked
     _assert_not_found(events, "ask_user")
     assert result_of(events).final_text == "never mind"
 
 
-async def test_mcp_server_tool_is_called(run_gemini: Run, responses: Responses, tmp_path: Path) -> None:
+async def test_mcp_server_tool_is_called(warm_gemini: Run, responses: Responses, tmp_path: Path) -> None:
     script = tmp_path / "notes_server.py"
     script.write_text(MCP_SERVER)
     server = StdioMcpServer(name="notes", command=sys.executable, args=(str(script),))
     fake = responses(stream_line(call("mcp_notes_lookup", key="alpha")), stream_line(text("found it")))
-    events = await run_gemini(fake, mcp_servers=(server,), approval_mode="yolo")
+    events = await warm_gemini(fake, mcp_servers=(server,), approval_mode="yolo")
     use = next(e for e in events if isinstance(e, ToolUse))
     done = next(e for e in events if isinstance(e, ToolResult))
     assert (done.tool_use_id, done.is_error) == (use.tool_use_id, False)
@@ -180,7 +180,7 @@ async def test_crash_mid_stream_is_an_explained_error(responses: Responses, work
             events.append(event)
             if isinstance(event, ToolUse):
                 # The whole group: `gemini` is a node launcher with a node child holding the pipes.
-                [leader] = [p for p in _children(os.getpid()) if b"gemini" in _cmdline(p)]
+                [leader] = [p for p in _children(os.getpid()) if str(fake).encode() in _cmdline(p)]  # not a warm one
                 # through its pidfd, checked to be our child not yet reaped: never a group number gone to a stranger
                 group = ProcessGroup(leader, lambda: False)
                 assert group.signal(signal.SIGKILL)
@@ -255,14 +255,14 @@ async def test_cancelled_run_leaves_its_neighbour_alone(responses: Responses, wo
         await pool.aclose()
 
 
-async def test_an_http_mcp_server_that_is_down_is_a_warning_naming_it(run_gemini: Run, responses: Responses) -> None:
+async def test_an_http_mcp_server_that_is_down_is_a_warning_naming_it(warm_gemini: Run, responses: Responses) -> None:
     """A port nothing listens on (bound, never listening: refused, and no other process can take it meanwhile):
     the CLI dropped the server without a word over ACP; now `mcp_unavailable` names it, and the run goes on."""
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
         down = HttpMcpServer(name="down", url=f"http://127.0.0.1:{port}/mcp", headers={"Authorization": "Bearer s3"})
-        events = await run_gemini(responses(stream_line(text("ok"))), mcp_servers=(down,))
+        events = await warm_gemini(responses(stream_line(text("ok"))), mcp_servers=(down,))
     warnings = [e for e in events if isinstance(e, WarningEvent) and e.code == "mcp_unavailable"]
     assert len(warnings) == 1, [e.message for e in events if isinstance(e, WarningEvent)]
     assert "'down'" in warnings[0].message
@@ -271,9 +271,9 @@ async def test_an_http_mcp_server_that_is_down_is_a_warning_naming_it(run_gemini
     assert result_of(events).final_text == "ok"
 
 
-async def test_mcp_server_that_cannot_start_is_a_warning(run_gemini: Run, responses: Responses) -> None:
+async def test_mcp_server_that_cannot_start_is_a_warning(warm_gemini: Run, responses: Responses) -> None:
     broken = StdioMcpServer(name="broken", command="no-such-mcp-server-binary")
-    events = await run_gemini(responses(stream_line(text("ok"))), mcp_servers=(broken,))
+    events = await warm_gemini(responses(stream_line(text("ok"))), mcp_servers=(broken,))
     warning = next(e for e in events if isinstance(e, WarningEvent) and e.code == "mcp_unavailable")
     assert "'broken'" in warning.message
     assert "no-such-mcp-server-binary" in warning.message

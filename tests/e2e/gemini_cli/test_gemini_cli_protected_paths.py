@@ -28,7 +28,7 @@ PROTECTED = (".gemini/settings.json", ".env", "GEMINI.md")
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 @pytest.mark.parametrize("transport", ["acp", "stream-json"])
 async def test_auto_edit_writes_plain_files_but_not_protected_ones(
-    run_gemini: Run, responses: Responses, workspace: Path, transport: str
+    warm_gemini: Run, responses: Responses, workspace: Path, transport: str
 ) -> None:
     fake = responses(
         *(
@@ -38,7 +38,7 @@ async def test_auto_edit_writes_plain_files_but_not_protected_ones(
         stream_line(call("write_file", file_path=str(workspace / "plain.txt"), content="fine")),
         stream_line(text("done")),
     )
-    await run_gemini(fake, approval_mode="auto_edit", backend_options={"transport": transport})
+    await warm_gemini(fake, approval_mode="auto_edit", backend_options={"transport": transport})
     assert (workspace / "plain.txt").read_text() == "fine"
     assert [protected for protected in PROTECTED if (workspace / protected).exists()] == []
 
@@ -47,7 +47,7 @@ async def test_auto_edit_writes_plain_files_but_not_protected_ones(
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 @pytest.mark.parametrize("transport", ["acp", "stream-json"])
 async def test_auto_edit_does_not_write_a_protected_path_through_a_link(
-    run_gemini: Run, responses: Responses, workspace: Path, transport: str
+    warm_gemini: Run, responses: Responses, workspace: Path, transport: str
 ) -> None:
     """Red team round 15. SUCCEEDED before on stream-json: the CLI writes through a link, and its `--policy` deny
     rule read the text of `file_path`, so with `docs/e -> ../.envrc` in the repository its autoEdit wrote `.envrc`.
@@ -59,6 +59,6 @@ async def test_auto_edit_does_not_write_a_protected_path_through_a_link(
         stream_line(call("write_file", file_path=str(workspace / "plain.txt"), content="fine")),
         stream_line(text("done")),
     )
-    await run_gemini(fake, approval_mode="auto_edit", backend_options={"transport": transport})
+    await warm_gemini(fake, approval_mode="auto_edit", backend_options={"transport": transport})
     assert (workspace / "plain.txt").read_text() == "fine"
     assert not (workspace / ".envrc").exists()

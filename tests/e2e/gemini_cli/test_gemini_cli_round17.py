@@ -23,7 +23,7 @@ Responses = Callable[..., Path]
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 @pytest.mark.parametrize("transport", ["acp", "stream-json"])
 async def test_auto_edit_does_not_write_what_a_hook_link_leads_to(
-    run_gemini: Run, responses: Responses, workspace: Path, transport: str
+    warm_gemini: Run, responses: Responses, workspace: Path, transport: str
 ) -> None:
     """SUCCEEDED before on both transports: the hook's target was written unasked; the next commit ran it."""
     (workspace / "scripts").mkdir()
@@ -35,7 +35,7 @@ async def test_auto_edit_does_not_write_what_a_hook_link_leads_to(
         stream_line(call("write_file", file_path=str(workspace / "plain.txt"), content="fine")),
         stream_line(text("done")),
     )
-    await run_gemini(fake, approval_mode="auto_edit", backend_options={"transport": transport})
+    await warm_gemini(fake, approval_mode="auto_edit", backend_options={"transport": transport})
     assert (workspace / "plain.txt").read_text() == "fine"
     assert (workspace / "scripts" / "hook.sh").read_text() == "#!/bin/sh\n"
 
@@ -43,7 +43,7 @@ async def test_auto_edit_does_not_write_what_a_hook_link_leads_to(
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_auto_edit_over_acp_does_not_write_through_a_hard_link(
-    run_gemini: Run, responses: Responses, workspace: Path
+    warm_gemini: Run, responses: Responses, workspace: Path
 ) -> None:
     """SUCCEEDED before: `linked.txt`, another name of `.git/config`, was written in place unasked. (stream-json: not
     covered, docs/tools.md.)"""
@@ -55,6 +55,6 @@ async def test_auto_edit_over_acp_does_not_write_through_a_hard_link(
         stream_line(call("write_file", file_path=str(workspace / "plain.txt"), content="fine")),
         stream_line(text("done")),
     )
-    await run_gemini(fake, approval_mode="auto_edit")
+    await warm_gemini(fake, approval_mode="auto_edit")
     assert (workspace / "plain.txt").read_text() == "fine"
     assert (workspace / ".git" / "config").read_text() == "[core]\n"

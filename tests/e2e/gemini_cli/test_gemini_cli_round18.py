@@ -22,7 +22,7 @@ Responses = Callable[..., Path]
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 @pytest.mark.parametrize("transport", ["acp", "stream-json"])
 async def test_auto_edit_does_not_write_what_a_nested_repositorys_hook_link_leads_to(
-    run_gemini: Run, responses: Responses, workspace: Path, transport: str
+    warm_gemini: Run, responses: Responses, workspace: Path, transport: str
 ) -> None:
     """SUCCEEDED before over ACP: `scripts/x` was written unasked; the nested repository's next commit ran it."""
     (workspace / "scripts").mkdir()
@@ -34,6 +34,6 @@ async def test_auto_edit_does_not_write_what_a_nested_repositorys_hook_link_lead
         stream_line(call("write_file", file_path=str(workspace / "plain.txt"), content="fine")),
         stream_line(text("done")),
     )
-    await run_gemini(fake, approval_mode="auto_edit", backend_options={"transport": transport})
+    await warm_gemini(fake, approval_mode="auto_edit", backend_options={"transport": transport})
     assert (workspace / "plain.txt").read_text() == "fine"
     assert (workspace / "scripts" / "x").read_text() == "#!/bin/sh\n"

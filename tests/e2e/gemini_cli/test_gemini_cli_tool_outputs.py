@@ -28,7 +28,7 @@ def uses(events: list[UnifiedEvent]) -> list[ToolUse]:
 
 
 async def test_a_read_a_listing_and_a_failing_read_get_their_own_outputs(
-    run_gemini: Run, responses: Responses, workspace: Path
+    warm_gemini: Run, responses: Responses, workspace: Path
 ) -> None:
     """One call after the other in one run: each output is read back from the chat file."""
     (workspace / "second.md").write_text("x")
@@ -38,7 +38,7 @@ async def test_a_read_a_listing_and_a_failing_read_get_their_own_outputs(
         stream_line(call("read_file", file_path="missing.txt")),
         stream_line(text("Done.")),
     )
-    events = await run_gemini(fake)
+    events = await warm_gemini(fake)
     read, listed, failed = uses(events)
     done = results(events)[read.tool_use_id]
     assert done.output == "alpha\nbeta\n"
@@ -60,7 +60,7 @@ async def test_a_read_a_listing_and_a_failing_read_get_their_own_outputs(
 
 
 @ASYNCIO_ONLY
-async def test_parallel_calls_get_their_own_outputs(run_gemini: Run, responses: Responses, workspace: Path) -> None:
+async def test_parallel_calls_get_their_own_outputs(warm_gemini: Run, responses: Responses, workspace: Path) -> None:
     (workspace / "two.txt").write_text("second file\n")
     fake = responses(
         stream_line(
@@ -70,7 +70,7 @@ async def test_parallel_calls_get_their_own_outputs(run_gemini: Run, responses: 
         ),
         stream_line(text("Done.")),
     )
-    events = await run_gemini(fake)
+    events = await warm_gemini(fake)
     first, second, third = uses(events)
     done = results(events)
     assert done[first.tool_use_id].output == "alpha\nbeta\n"
@@ -83,12 +83,12 @@ async def test_parallel_calls_get_their_own_outputs(run_gemini: Run, responses: 
 
 
 @ASYNCIO_ONLY
-async def test_sequential_turns_in_a_resumed_session(run_gemini: Run, responses: Responses) -> None:
-    first = await run_gemini(
+async def test_sequential_turns_in_a_resumed_session(warm_gemini: Run, responses: Responses) -> None:
+    first = await warm_gemini(
         responses(stream_line(call("read_file", file_path="notes.txt")), stream_line(text("One.")))
     )
     short = first[0].model_dump()["short_id"]
-    events = await run_gemini(
+    events = await warm_gemini(
         responses(stream_line(call("list_directory", dir_path=".")), stream_line(text("Two."))),
         resume=short,
     )
@@ -128,14 +128,14 @@ async def test_each_session_of_a_warm_process_reads_its_own_file(
 
 @ASYNCIO_ONLY
 async def test_without_a_chat_file_results_fall_back_with_one_warning(
-    run_gemini: Run, responses: Responses, monkeypatch: pytest.MonkeyPatch
+    warm_gemini: Run, responses: Responses, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("unified._adapters.gemini_cli._chat_records.session_files", lambda home, session_id: [])
     fake = responses(
         stream_line(call("read_file", file_path="notes.txt"), call("list_directory", dir_path=".")),
         stream_line(text("Done.")),
     )
-    events = await run_gemini(fake)
+    events = await warm_gemini(fake)
     assert [r.output for r in results(events).values()] == [None, None]
     warnings = [e for e in events if isinstance(e, WarningEvent)]
     assert [w.code for w in warnings] == ["tool_output_unavailable"]

@@ -51,10 +51,10 @@ def _delegating(responses: Responses) -> Path:
 
 
 @pytest.mark.parametrize("mode", ["default", "yolo", "plan"])
-async def test_a_deny_rule_for_the_subagent_tool_holds(run_gemini: Run, responses: Responses, mode: str) -> None:
+async def test_a_deny_rule_for_the_subagent_tool_holds(warm_gemini: Run, responses: Responses, mode: str) -> None:
     fake = _delegating(responses)
     options = {"policy": DENY_SUBAGENTS, "fake_responses_strict": False}
-    events = await run_gemini(fake, approval_mode=mode, backend_options=options)
+    events = await warm_gemini(fake, approval_mode=mode, backend_options=options)
     decision = _decision(events, "invoke_agent")
     assert (decision.decision, decision.decided_by, decision.rule) == ("deny", "policy", "no-subagents")
     assert not any(isinstance(e, SubagentStarted) for e in events)
@@ -62,7 +62,7 @@ async def test_a_deny_rule_for_the_subagent_tool_holds(run_gemini: Run, response
     assert result.is_error
 
 
-async def test_an_ask_rule_puts_a_read_to_the_caller(run_gemini: Run, responses: Responses) -> None:
+async def test_an_ask_rule_puts_a_read_to_the_caller(warm_gemini: Run, responses: Responses) -> None:
     policy = Policy.default().with_toml(
         '[[rule]]\nname = "ask-notes"\ntoolName = "read_file"\nargsPattern = "notes"\ndecision = "ask_user"\n'
     )
@@ -73,30 +73,30 @@ async def test_an_ask_rule_puts_a_read_to_the_caller(run_gemini: Run, responses:
         return UserInputResponse.deny()
 
     fake = responses(stream_line(call("read_file", file_path="notes.txt")), stream_line(text("ok")))
-    events = await run_gemini(fake, backend_options={"policy": policy}, on_user_input=refuse)
+    events = await warm_gemini(fake, backend_options={"policy": policy}, on_user_input=refuse)
     assert len(asked) == 1
     decision = _decision(events, "read_file")
     assert (decision.decision, decision.decided_by) == ("deny", "user")
     assert isinstance(events[-1], Result)
 
 
-async def test_without_a_user_rule_reads_still_run_unasked(run_gemini: Run, responses: Responses) -> None:
+async def test_without_a_user_rule_reads_still_run_unasked(warm_gemini: Run, responses: Responses) -> None:
     fake = responses(stream_line(call("read_file", file_path="notes.txt")), stream_line(text("ok")))
-    events = await run_gemini(fake, backend_options={"policy": DENY_SUBAGENTS})
+    events = await warm_gemini(fake, backend_options={"policy": DENY_SUBAGENTS})
     decision = _decision(events, "read_file")
     assert (decision.decision, decision.rule) == ("allow", "read-only")
 
 
-async def test_stream_json_refuses_a_policy_it_cannot_apply(run_gemini: Run, responses: Responses) -> None:
+async def test_stream_json_refuses_a_policy_it_cannot_apply(warm_gemini: Run, responses: Responses) -> None:
     fake = responses(stream_line(text("ok")))
-    events = await run_gemini(fake, backend_options={"policy": DENY_SUBAGENTS, "transport": "stream-json"})
+    events = await warm_gemini(fake, backend_options={"policy": DENY_SUBAGENTS, "transport": "stream-json"})
     result = events[-1]
     assert isinstance(result, Result)
     assert result.status == "error"
     assert "stream-json transport cannot ask unified" in (result.error or "")
 
 
-async def test_a_policy_without_the_read_only_row_is_asked_about_reads(run_gemini: Run, responses: Responses) -> None:
+async def test_a_policy_without_the_read_only_row_is_asked_about_reads(warm_gemini: Run, responses: Responses) -> None:
     """The CLI ran the read-only tools unasked on the shipped table's word; a caller's policy built without its
     `read-only` row (`Policy().with_toml(...)`) allows no read unasked, so the CLI must ask about them too."""
     asked: list[UserInputRequest] = []
@@ -107,13 +107,13 @@ async def test_a_policy_without_the_read_only_row_is_asked_about_reads(run_gemin
 
     policy = Policy().with_toml('[[rule]]\nname = "shell"\ntoolName = "run_shell_command"\ndecision = "deny"\n')
     fake = responses(stream_line(call("read_file", file_path="notes.txt")), stream_line(text("ok")))
-    events = await run_gemini(fake, backend_options={"policy": policy}, on_user_input=refuse)
+    events = await warm_gemini(fake, backend_options={"policy": policy}, on_user_input=refuse)
     assert len(asked) == 1
     decision = _decision(events, "read_file")
     assert (decision.decision, decision.decided_by) == ("deny", "user")
 
 
-async def test_a_deny_rule_named_beyond_the_bmp_still_holds(run_gemini: Run, responses: Responses) -> None:
+async def test_a_deny_rule_named_beyond_the_bmp_still_holds(warm_gemini: Run, responses: Responses) -> None:
     """The rule's name went into the CLI's policy file as a JSON surrogate-pair escape, which TOML refuses: the CLI
     dropped the rule and, in yolo, the subagent ran. Now the name is written as the character it is."""
     policy = Policy.default().with_toml(
@@ -121,14 +121,14 @@ async def test_a_deny_rule_named_beyond_the_bmp_still_holds(run_gemini: Run, res
     )
     fake = _delegating(responses)
     options = {"policy": policy, "fake_responses_strict": False}
-    events = await run_gemini(fake, approval_mode="yolo", backend_options=options)
+    events = await warm_gemini(fake, approval_mode="yolo", backend_options=options)
     assert not any(isinstance(e, SubagentStarted) for e in events)
     decision = _decision(events, "invoke_agent")
     assert (decision.decision, decision.rule) == ("deny", "no \U0001f916 agents")
 
 
 async def test_a_deny_rule_whose_name_holds_a_del_character_still_holds_in_yolo(
-    run_gemini: Run, responses: Responses, workspace: Path
+    warm_gemini: Run, responses: Responses, workspace: Path
 ) -> None:
     """Red team round 14, SUCCEEDED before: the rule's name went into the `--policy` file with its DEL (U+007F)
     raw, which the CLI's TOML parser refuses: it dropped the whole file, unified's rules with it, and in yolo ran
@@ -137,7 +137,7 @@ async def test_a_deny_rule_whose_name_holds_a_del_character_still_holds_in_yolo(
         '[[rule]]\nname = "no\\u007fshell"\ntoolName = "run_shell_command"\ndecision = "deny"\n'
     )
     fake = responses(stream_line(call("run_shell_command", command="touch pwned.txt")), stream_line(text("ok")))
-    events = await run_gemini(fake, approval_mode="yolo", backend_options={"policy": policy})
+    events = await warm_gemini(fake, approval_mode="yolo", backend_options={"policy": policy})
     decision = _decision(events, "run_shell_command")
     assert (decision.decision, decision.decided_by, decision.rule) == ("deny", "policy", "no\x7fshell")
     assert not (workspace / "pwned.txt").exists()
