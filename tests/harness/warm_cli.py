@@ -6,7 +6,7 @@ next run launched alike (the same argv and environment: the same HOME, cache fol
 Tests whose runs need nothing of their own in the launch share one here: one FakeGemini playing each
 test's script in turn (`ScriptedFake.play`), or one `--fake-responses` file holding each test's recorded
 responses in turn (`responses`), one prepared HOME, and a pool of their own (the default pool
-stays cold in tests, `backend_options_for`). Each test still has its own workspace, so its own project
+stays cold in tests: `unified.testing.backend_options_for`). Each test still has its own workspace, so its own project
 folder (chats, trust) under that HOME.
 
 What such a test must not do: look at what is in HOME beyond its own project, count the processes left
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unified._adapters.gemini_cli import AcpPool
-from unified.testing import FakeGemini, Turn, backend_options_for, prepare_cli_home
+from unified.testing import FakeGemini, Turn, prepare_cli_home
 
 __all__ = ["WarmCli"]
 
@@ -59,9 +59,3 @@ class WarmCli:
         """The one `--fake-responses` file runs on recorded responses name (the CLI reads it from its start at
         every session): a test copies its own there before it runs."""
         return self.home / "model.responses"
-
-    def options(self) -> dict[str, object]:
-        """`backend_options` of a gemini-cli run on the shared server, leasing from the shared pool."""
-        options = backend_options_for(self.server, "gemini-cli")
-        del options["pool_size"]
-        return {**options, "pool": self.pool}

@@ -69,37 +69,35 @@ def responses(tmp_path: Path) -> Callable[..., Path]:
     return write
 
 
+async def _run(workspace: Path, options: dict[str, Any], prompt: str, fields: dict[str, Any]) -> list[UnifiedEvent]:
+    """One prompt through `unified`'s stream guard (strict: a protocol slip fails the test), the test's own
+    `backend_options` over `options`, in `workspace` unless the test names its `cwd`."""
+    options |= fields.pop("backend_options", {})
+    fields.setdefault("cwd", workspace)
+    params = ExecuteParams(prompt=prompt, backend="gemini-cli", backend_options=options, **fields)
+    async with EventStream(params, strict=True) as stream:
+        return [event async for event in stream]
+
+
 @pytest.fixture
 def run_gemini(workspace: Path) -> Callable[..., Awaitable[list[UnifiedEvent]]]:
-    """Run one prompt through `unified`'s stream guard (strict: a protocol slip fails the test)."""
+    """Run one prompt on recorded responses, in a cold process of its own."""
 
     async def run(fake: Path, prompt: str = "go", **fields: Any) -> list[UnifiedEvent]:
-        options = {"fake_responses": str(fake), "pool_size": 0, **fields.pop("backend_options", {})}
-        fields.setdefault("cwd", workspace)
-        params = ExecuteParams(prompt=prompt, backend="gemini-cli", backend_options=options, **fields)
-        events: list[UnifiedEvent] = []
-        async with EventStream(params, strict=True) as stream:
-            async for event in stream:
-                events.append(event)
-        return events
+        return await _run(workspace, {"fake_responses": str(fake), "pool_size": 0}, prompt, fields)
 
     return run
 
 
 @pytest.fixture
 def warm_gemini(workspace: Path, warm_cli: WarmCli) -> Callable[..., Awaitable[list[UnifiedEvent]]]:
-    """`run_gemini` on the worker's warm CLI process (`tests.harness.warm_cli`, where its HOME is): the test's
+    """`run_gemini` on the module's warm CLI process (`tests.harness.warm_cli`, where its HOME is): the test's
     recorded responses copied to the one file the warm launch names. For a test that looks at nothing in HOME
     but its own project's files, and counts no process: most runs of a stream's shape, a permission, a tool."""
 
     async def run(fake: Path, prompt: str = "go", **fields: Any) -> list[UnifiedEvent]:
         warm_cli.responses.write_bytes(fake.read_bytes())  # noqa: ASYNC240 -- a small file, before the run starts
-        options = {"fake_responses": str(warm_cli.responses), "pool": warm_cli.pool}
-        options |= fields.pop("backend_options", {})
-        fields.setdefault("cwd", workspace)
-        params = ExecuteParams(prompt=prompt, backend="gemini-cli", backend_options=options, **fields)
-        async with EventStream(params, strict=True) as stream:
-            return [event async for event in stream]
+        return await _run(workspace, {"fake_responses": str(warm_cli.responses), "pool": warm_cli.pool}, prompt, fields)
 
     return run
 

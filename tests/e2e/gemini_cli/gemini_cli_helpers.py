@@ -51,6 +51,14 @@ def kinds(events: list[UnifiedEvent]) -> list[str]:
     return [e.type for e in events]
 
 
+def cmdline(pid: int) -> bytes:
+    """Process `pid`'s command line as /proc has it (NUL-separated), or nothing once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def _processes() -> dict[int, tuple[bytes, int]]:
     """Live (not zombie) processes: pid → (command line, session id). A /proc scan, no psutil."""
     found = {}

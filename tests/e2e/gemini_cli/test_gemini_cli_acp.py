@@ -18,6 +18,7 @@ from tests.e2e.gemini_cli.gemini_cli_helpers import (
     Run,
     alive_in,
     call,
+    cmdline,
     kinds,
     running_as,
     sessions_of,
@@ -382,19 +383,12 @@ async def test_a_run_with_mcp_servers_takes_its_warm_process_and_its_servers_wit
         await one(mcp_servers=(server,))
         assert pool.spawned == 1, "the run with servers took the warm process"
         assert not pool.pids(), "the process that connected the run's MCP servers was left warm"
-        mcp = holder.hold_if(int(pid_file.read_text()), lambda pid: str(script).encode() in _cmdline(pid))
+        mcp = holder.hold_if(int(pid_file.read_text()), lambda pid: str(script).encode() in cmdline(pid))
         if mcp is not None:  # ending: its stdin closed with the CLI's end
             wait_exited([mcp], "the run's stdio MCP server")
     finally:
         holder.release()
         await pool.aclose()
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
 
 
 @ASYNCIO_ONLY

@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.e2e.gemini_cli.gemini_cli_helpers import Run, call, kinds, stream_line, text
+from tests.e2e.gemini_cli.gemini_cli_helpers import Run, call, cmdline, kinds, stream_line, text
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
 from unified._adapters.gemini_cli import AcpPool
@@ -180,7 +180,7 @@ async def test_crash_mid_stream_is_an_explained_error(responses: Responses, work
             events.append(event)
             if isinstance(event, ToolUse):
                 # The whole group: `gemini` is a node launcher with a node child holding the pipes.
-                [leader] = [p for p in _children(os.getpid()) if str(fake).encode() in _cmdline(p)]  # not a warm one
+                [leader] = [p for p in _children(os.getpid()) if str(fake).encode() in cmdline(p)]  # not a warm one
                 # through its pidfd, checked to be our child not yet reaped: never a group number gone to a stranger
                 group = ProcessGroup(leader, lambda: False)
                 assert group.signal(signal.SIGKILL)
@@ -189,13 +189,6 @@ async def test_crash_mid_stream_is_an_explained_error(responses: Responses, work
     assert "killed by signal 9" in error.message
     assert error.details["exit_code"] == -9
     assert result_of(events).status == "error"
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
 
 
 def _children(pid: int) -> list[int]:
