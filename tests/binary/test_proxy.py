@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import anyio
@@ -18,6 +19,7 @@ from anyio.abc import ByteStream
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness.closed_port import closed_port
 from tests.harness.fake_proxy import fake_proxy
+from tests.harness.local_ca import local_ca
 from unified._binary.proxy import Limits, ProxyForwarder, Upstream, forwarded_env, upstreams_of
 
 pytestmark = pytest.mark.anyio
@@ -132,24 +134,80 @@ async def test_a_client_without_the_forwarders_credential_gets_407_and_nothing_g
         assert upstream.asked == []
 
 
+async def tunnel(url: str, port: int) -> bytes:
+    """Through the forwarder at `url`, a CONNECT tunnel to 127.0.0.1:`port` (an echoing `origin`), and what a
+    message sent through it came back as."""
+    async with await anyio.connect_tcp("127.0.0.1", urlsplit(url).port or 0) as stream:
+        auth = f"Proxy-Authorization: {basic(url)}"
+        await stream.send(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}\r\n\r\n".encode())
+        with anyio.fail_after(HANG_GUARD_S):
+            answer = await stream.receive()
+            assert answer.startswith(b"HTTP/1.1 200 "), answer
+            await stream.send(b"hello through the tunnel")
+            echoed = b""
+            while len(echoed) < len(b"hello through the tunnel"):
+                echoed += await stream.receive()
+    return echoed
+
+
 async def test_a_connect_tunnel_goes_through_the_upstream_with_the_hosts_credentials() -> None:
     async with origin() as port, fake_proxy(password=PASSWORD) as upstream, forwarding(upstream.url) as (_, url):
-        parts = urlsplit(url)
-        async with await anyio.connect_tcp("127.0.0.1", parts.port or 0) as stream:
-            auth = f"Proxy-Authorization: {basic(url)}"
-            await stream.send(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}\r\n\r\n".encode())
-            with anyio.fail_after(HANG_GUARD_S):
-                answer = await stream.receive()
-                assert answer.startswith(b"HTTP/1.1 200 "), answer
-                await stream.send(b"hello through the tunnel")
-                echoed = b""
-                while len(echoed) < len(b"hello through the tunnel"):
-                    echoed += await stream.receive()
-        assert echoed == b"hello through the tunnel"
+        assert await tunnel(url, port) == b"hello through the tunnel"
         [asked] = upstream.asked
         assert (asked.method, asked.target, asked.allowed) == ("CONNECT", f"127.0.0.1:{port}", True)
         assert asked.authorization == upstream.authorization  # the host's, not the child's
         assert basic(url) not in str(asked.headers)
+
+
+async def test_an_https_upstream_is_spoken_to_over_tls_it_verifies_with_the_hosts_trust(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host whose proxy is `https://` and whose CA is named by SSL_CERT_FILE (a corporate proxy): the forwarder
+    reaches it over TLS, verified, and the host's credentials go inside the encrypted connection."""
+    ca = local_ca(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca.bundle))
+    async with (
+        origin() as port,
+        fake_proxy(password=PASSWORD, tls=ca.server) as upstream,
+        forwarding(upstream.url) as (forwarder, url),
+    ):
+        assert upstream.url.startswith("https://")
+        assert urlsplit(url).scheme == "http"  # the child speaks plain HTTP to the forwarder on loopback
+        assert await tunnel(url, port) == b"hello through the tunnel"
+        assert await tunnel(url, port) == b"hello through the tunnel"
+        assert [(asked.method, asked.allowed) for asked in upstream.asked] == [("CONNECT", True)] * 2
+        assert all(asked.authorization == upstream.authorization for asked in upstream.asked)
+        assert forwarder.problems == []
+
+
+@pytest.mark.parametrize("trust", ["another CA", "the default store"])
+async def test_an_https_upstream_the_host_does_not_trust_gives_502_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trust: str
+) -> None:
+    """An `https://` proxy whose certificate no CA of the host vouches for (a man in the middle, or a corporate CA
+    the host was not told of): nothing is sent to it, the credentials included, and the problem says it is the
+    certificate, not an unreachable proxy, and what to do."""
+    ca = local_ca(tmp_path)
+    if trust == "another CA":
+        (tmp_path / "other").mkdir()
+        monkeypatch.setenv("SSL_CERT_FILE", str(local_ca(tmp_path / "other").bundle))
+    else:
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    async with fake_proxy(password=PASSWORD, tls=ca.server) as upstream, forwarding(upstream.url) as (forwarder, url):
+        answer = await ask(
+            url, f"CONNECT example.com:443 HTTP/1.1\r\nProxy-Authorization: {basic(url)}\r\n\r\n".encode()
+        )
+    assert answer.startswith(b"HTTP/1.1 502 "), answer
+    assert upstream.asked == []
+    [problem] = forwarder.problems
+    assert problem.code == "proxy_untrusted"
+    assert problem.message.startswith(
+        f"the proxy https://127.0.0.1:{upstream.port} of the host's proxy variables showed a TLS certificate this "
+        "host does not trust ("
+    ), problem.message
+    assert "SSL_CERT_FILE" in problem.hint
+    assert b"does not trust" in answer
+    assert PASSWORD not in f"{problem.message} {problem.hint} {answer.decode()}"
 
 
 async def test_a_plain_request_goes_through_the_upstream_without_the_childs_header() -> None:

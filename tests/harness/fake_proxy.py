@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 from anyio.abc import ByteStream
+from anyio.streams.tls import TLSListener
 
 __all__ = ["Asked", "FakeProxy", "fake_proxy", "relay"]
 
@@ -41,11 +43,13 @@ class FakeProxy:
     password: str
     port: int = 0
     asked: list[Asked] = field(default_factory=list)
+    scheme: str = "http"
+    """`https` when it is reached over TLS (`fake_proxy(tls=...)`)."""
 
     @property
     def url(self) -> str:
         """Its URL with its credentials, as a host's `HTTPS_PROXY` names it."""
-        return f"http://{self.user}:{self.password}@127.0.0.1:{self.port}"
+        return f"{self.scheme}://{self.user}:{self.password}@127.0.0.1:{self.port}"
 
     @property
     def authorization(self) -> str:
@@ -113,10 +117,11 @@ async def relay(client: ByteStream, server: ByteStream, early: bytes) -> None:
 
 @asynccontextmanager
 async def fake_proxy(
-    user: str = "proxyuser", password: str = "Pr0xy-Pa55w0rd-Zq8Lm3Xv7Tn1"
+    user: str = "proxyuser", password: str = "Pr0xy-Pa55w0rd-Zq8Lm3Xv7Tn1", tls: ssl.SSLContext | None = None
 ) -> AsyncIterator[FakeProxy]:
-    """A `FakeProxy` listening on 127.0.0.1 (a random port) for the `async with`."""
-    async with listening(FakeProxy(user, password)) as proxy:
+    """A `FakeProxy` listening on 127.0.0.1 (a random port) for the `async with`; over TLS with the server context
+    `tls` (an `https://` proxy: `tests.harness.local_ca`)."""
+    async with listening(FakeProxy(user, password, scheme="https" if tls else "http"), tls) as proxy:
         yield proxy
 
 
@@ -130,10 +135,12 @@ Served = TypeVar("Served", bound=_Serving)
 
 
 @asynccontextmanager
-async def listening(proxy: Served) -> AsyncIterator[Served]:
-    """`proxy` serving each connection made to 127.0.0.1 (a random port, set as its `port`) for the `async with`."""
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-    proxy.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+async def listening(proxy: Served, tls: ssl.SSLContext | None = None) -> AsyncIterator[Served]:
+    """`proxy` serving each connection made to 127.0.0.1 (a random port, set as its `port`) for the `async with`,
+    over TLS with the server context `tls` if given (a handshake that fails ends that connection alone)."""
+    tcp = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    proxy.port = tcp.extra(anyio.abc.SocketAttribute.local_port)
+    listener = tcp if tls is None else TLSListener(tcp, tls, standard_compatible=False)
     async with listener, anyio.create_task_group() as group:
         group.start_soon(listener.serve, proxy.serve)
         try:

@@ -97,7 +97,8 @@ class ProxyProblem:
     """What went wrong between the forwarder and an upstream proxy, in words that name no credential."""
 
     code: str
-    """`proxy_unreachable`, `proxy_auth_refused` or `proxy_not_forwarded`."""
+    """`proxy_unreachable`, `proxy_untrusted` (an `https://` proxy's certificate), `proxy_auth_refused` or
+    `proxy_not_forwarded`."""
     message: str
     hint: str
 
@@ -196,6 +197,7 @@ class ProxyForwarder:
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self._scope: anyio.CancelScope | None = None
         self._thread: threading.Thread | None = None
+        self._tls_context: ssl.SSLContext | None = None
 
     def start(self) -> dict[Upstream, str]:
         """Listen on 127.0.0.1 (a random port), in a thread of its own; the URL each upstream's clients are given."""
@@ -299,8 +301,8 @@ class ProxyForwarder:
         if method.upper() != "CONNECT":  # one request per connection: the answer ends where the upstream closes
             out.append(b"Connection: close")
         server = await self._connect(upstream)
-        if server is None:
-            await _answer(client, 502, self._noted(_unreachable(upstream, "cannot be reached")))
+        if isinstance(server, ProxyProblem):
+            await _answer(client, 502, self._noted(server))
             return
         async with server:
             await server.send(_NEWLINE.join(out) + _END_OF_HEAD + rest)
@@ -354,8 +356,8 @@ class ProxyForwarder:
         either side sent early (`early`, the client's after its request; the upstream's after its answer) go on."""
         upstream = route.upstream
         server = await self._connect(upstream)
-        if server is None:
-            self._noted(_unreachable(upstream, "cannot be reached"))
+        if isinstance(server, ProxyProblem):
+            self._noted(server)
             await client.send(_socks_reply(1))
             return
         async with server:
@@ -399,19 +401,28 @@ class ProxyForwarder:
         route = self._match(credential)
         return route if route is None or not route.upstream.socks else None
 
-    async def _connect(self, upstream: Upstream) -> ByteStream | None:
+    async def _connect(self, upstream: Upstream) -> ByteStream | ProxyProblem:
+        """A connection to `upstream` (over TLS for an `https://` proxy, verified as the host's trust store and
+        `SSL_CERT_FILE`/`SSL_CERT_DIR` say), or why there is none."""
         stream: ByteStream | None = None
         with anyio.move_on_after(self.limits.connect_timeout_s):
             try:
                 if upstream.scheme == "https":  # a SOCKS5 proxy is reached over plain TCP, like http
-                    stream = await anyio.connect_tcp(
-                        upstream.host, upstream.port, tls=True, ssl_context=ssl.create_default_context()
-                    )
+                    stream = await anyio.connect_tcp(upstream.host, upstream.port, tls=True, ssl_context=self._tls())
                 else:
                     stream = await anyio.connect_tcp(upstream.host, upstream.port)
+            except ssl.SSLCertVerificationError as exc:
+                return _untrusted(upstream, exc.verify_message or exc.reason or "not verified")
             except (OSError, anyio.BrokenResourceError, ssl.SSLError):
                 stream = None
-        return stream
+        return stream if stream is not None else _unreachable(upstream, "cannot be reached")
+
+    def _tls(self) -> ssl.SSLContext:
+        """The forwarder's one client context for `https://` proxies: loading the trust store takes milliseconds,
+        once and not for each connection a CLI opens (only the forwarder's thread calls this)."""
+        if self._tls_context is None:
+            self._tls_context = ssl.create_default_context()
+        return self._tls_context
 
     def _noted(self, problem: ProxyProblem) -> str:
         """Keep `problem` (for the process's stderr tail); what the client's answer says."""
@@ -454,6 +465,15 @@ def _unreachable(upstream: Upstream, what: str) -> ProxyProblem:
         "proxy_unreachable",
         f"the proxy {upstream.where} of the host's proxy variables {what}",
         "check that it runs and that the host and port in HTTPS_PROXY/HTTP_PROXY/ALL_PROXY are right",
+    )
+
+
+def _untrusted(upstream: Upstream, why: str) -> ProxyProblem:
+    return ProxyProblem(
+        "proxy_untrusted",
+        f"the proxy {upstream.where} of the host's proxy variables showed a TLS certificate this host does not "
+        f"trust ({why})",
+        "add the proxy's CA to the host's trust store, or point SSL_CERT_FILE at a CA bundle that holds it",
     )
 
 

@@ -38,6 +38,7 @@ from tests.e2e.environ_attack import check_no_key_out, environ_command, pieces
 from tests.e2e.host_environ import check_host_environ
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness.fake_proxy import fake_proxy
+from tests.harness.local_ca import local_ca
 from unified._binary import process as process_module
 from unified._binary import proxy
 from unified._binary.proxy import Limits, ProxyForwarder
@@ -140,12 +141,19 @@ async def test_a_bash_command_reading_the_environ_of_claude_code_and_of_unified_
 PROXY_PASSWORD = "Pr0xy-Pa55w0rd-Zq8Lm3Xv7Tn1Wk4"
 
 
+@pytest.mark.parametrize("scheme", ["http", "https"])
 async def test_the_model_reads_no_piece_of_the_host_proxy_password_and_the_cli_still_goes_through_the_proxy(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, scheme: str
 ) -> None:
     """The host's proxy variables carry a password (no NO_PROXY: FakeAnthropic on 127.0.0.1 is reached through
-    the proxy). Before the forwarder the CLI got them whole, and `env` and `/proc/$PPID/environ` printed them."""
-    async with fake_proxy(password=PROXY_PASSWORD) as proxy:
+    the proxy). Before the forwarder the CLI got them whole, and `env` and `/proc/$PPID/environ` printed them. An
+    `https://` proxy (its CA named by SSL_CERT_FILE, as a corporate one is) is reached over TLS by the forwarder."""
+    tls = None
+    if scheme == "https":
+        ca = local_ca(tmp_path)
+        monkeypatch.setenv("SSL_CERT_FILE", str(ca.bundle))
+        tls = ca.server
+    async with fake_proxy(password=PROXY_PASSWORD, tls=tls) as proxy:
         for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
             monkeypatch.setenv(name, proxy.url)
         seen = await claude_run(workspace, bash(ENV_COMMAND), {"ANTHROPIC_API_KEY": RUN_KEY})
