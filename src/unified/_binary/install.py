@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,7 @@ import platformdirs
 from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature
 from unified._executables import not_runnable, script_problem
 from unified._files import open_regular
+from unified._pgroup import ProcessGroup
 from unified._redaction import is_secret
 from unified.errors import BackendUnavailable
 
@@ -239,20 +241,18 @@ def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> Ver
                 probe = child_env(
                     EnvPolicy(), parent=parent, extra=spec.probe_env, home=Path(home), home_vars=spec.home_vars
                 )
-                done = subprocess.run(
-                    [str(binary), "--version"],
-                    capture_output=True,
-                    text=True,
-                    errors="replace",  # bytes that are no UTF-8 are no version: said below, not a UnicodeDecodeError
-                    timeout=PROBE_TIMEOUT_S,
-                    env=probe,
-                    check=False,
-                )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            problem = script_problem(binary, env) if isinstance(exc, OSError) else None
+                text = _version_output(binary, probe)
+        except OSError as exc:
+            problem = script_problem(binary, env)
             said = f"{binary} cannot run, {problem}" if problem else f"could not run {binary} --version: {exc}"
             raise BackendUnavailable(said, hint=spec.install_hint) from exc
-        text = done.stdout
+        if text is None:
+            raise BackendUnavailable(
+                f"{binary} --version did not answer within {PROBE_TIMEOUT_S:g} s, so it was stopped: that binary "
+                "hangs (a broken install, a wrapper script waiting for input, or a network call at start)",
+                hint=f"run `{binary} --version` alone to see where it stops; {spec.install_hint}",
+                details={"binary": str(binary), "timeout_s": PROBE_TIMEOUT_S},
+            )
     match = _VERSION.search(text or "")
     if match is None:
         problem = script_problem(binary, env)
@@ -262,6 +262,36 @@ def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> Ver
     version = (int(match[1]), int(match[2]), int(match[3]))
     _probed[key] = version
     return version
+
+
+def _version_output(binary: Path, env: dict[str, str]) -> str | None:
+    """What `binary --version` prints on stdout; None when it has not exited within `PROBE_TIMEOUT_S`. It runs in a
+    process group of its own, killed whole at the deadline: `subprocess.run(timeout=)` killed the binary alone and then
+    read its stdout to the end, so a wrapper script whose child held that pipe (`sleep`, a node that hangs) kept
+    `unified doctor` and a run's start waiting for as long as the child lived, and left it running after."""
+    with subprocess.Popen(
+        [str(binary), "--version"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",  # bytes that are no UTF-8 are no version: said by the caller, not a UnicodeDecodeError
+        env=env,
+        start_new_session=True,
+    ) as child:
+        group = ProcessGroup(child.pid, lambda: child.returncode is not None)
+        try:
+            out, _ = child.communicate(timeout=PROBE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            group.signal(signal.SIGKILL)  # what it left behind too (a child that outlived it holds no pipe open)
+            group.close()
+            for stream in (child.stdout, child.stderr):
+                if stream is not None:
+                    stream.close()  # never read to its end: a member that escaped the group may still hold it
+            child.wait()
+    return out
 
 
 def locate(spec: BinarySpec, explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Binary:
