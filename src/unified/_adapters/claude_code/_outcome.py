@@ -152,8 +152,8 @@ behind a gateway): never the cause of a crash (`telling_line`)."""
 
 def error_from_exit(code: int | None, stderr_tail: str, what: str) -> BackendError | BackendUnavailable:
     """The error of a CLI that ended (or closed its output) before the run was over."""
-    if code is None:
-        how = "closed its output"
+    if code is None:  # as `jsonrpc.stream_ended` words it for the other binaries: it was not taken for an exit
+        how = "closed its output without exiting (it was stopped)"
     elif code < 0:
         how = f"was {killed_by(-code)}"
     else:
