@@ -4,6 +4,8 @@ is left running.
 
 - one that closed its stdout and ran on was said to have "closed its output", read as an exit; now "without
   exiting (it was stopped)", as `jsonrpc.stream_ended` words it for gemini and codex;
+- a prompt of 10 MB (over the model's context window: the CLI counts it and sends nothing) was `backend_error`
+  "the claude CLI failed: Prompt is too long"; now `bad_request` saying what to do;
 - pins: an event cut in the middle and an exit 0; an event with bytes that are no UTF-8 in the middle of a line,
   then silence (a `malformed_line` warning, then the initialize deadline, no hang).
 """
@@ -73,3 +75,15 @@ async def test_invalid_utf8_in_the_middle_of_an_event_then_silence_is_a_warning_
     assert error.code == "backend_error"
     assert "did not answer initialize within 1 s" in error.message
     assert started.still_running() == []
+
+
+async def test_a_prompt_of_10_mb_is_a_bad_request_saying_what_to_do(workspace: Path) -> None:
+    """FAILED before: `backend_error` "the claude CLI failed: Prompt is too long" (no hint; a caller may retry it)."""
+    prompt = ("ten megabytes of words " * 500_000)[: 10 << 20]
+    async with FakeAnthropic([ModelTurn(text="never")]) as server:
+        events = await run_claude(server, workspace, prompt)
+        assert server.requests == []  # the CLI counted it: nothing was sent
+    error = the_error(events)
+    assert (error.code, error.retryable) == ("bad_request", False)
+    assert "larger than the model's context window (the claude CLI says 'Prompt is too long')" in error.message
+    assert "send a shorter prompt" in error.message

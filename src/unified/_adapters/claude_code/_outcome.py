@@ -135,6 +135,14 @@ def error_from_result(raw: Mapping[str, Any], base_url: str | None = None) -> Un
         )
     if raw.get("terminal_reason") == "api_error" or "API Error" in message or "Connection" in message:
         return error_from_status(None, message, base_url=base_url)
+    if message.strip().startswith("Prompt is too long"):  # 2.1.332, counted by the CLI itself: no request sent
+        return UnifiedError(
+            f"the request is larger than the model's context window (the claude CLI says {message.strip()!r}): the "
+            "prompt, its images and the session's history together; running it again unchanged fails the same way",
+            code="bad_request",
+            hint="send a shorter prompt or fewer images, or start a new session instead of resuming a long one",
+            details={"subtype": str(raw.get("subtype"))},
+        )
     if _NO_CONTENT.search(message):
         return UnifiedError(
             f"the model's API answered with no content (an empty response; the claude CLI says {message!r})",
