@@ -70,3 +70,22 @@ def test_the_three_binaries_are_probed_at_once(tmp_path: Path, monkeypatch: pyte
     }
     report = doctor_report(_env(tmp_path, binaries))
     assert [report[key]["version"] for key in ("gemini", "claude", "codex")] == ["0.61.0", "2.1.150", "0.171.0"]
+
+
+def test_a_node_that_hangs_on_version_is_stopped_with_its_group_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `unified install` and `unified demo` ask first. FAILED before: "... --version failed: Command '[...]'
+    timed out after 1 seconds" (and the wait lasted as long as the shim's child, left running until then)."""
+    from unified._adapters.gemini_cli._launch import GEMINI_CLI
+    from unified._binary.install import NodeUnavailable, node_version
+
+    monkeypatch.setattr(install, "PROBE_TIMEOUT_S", 1.0)
+    pids = tmp_path / "pids"
+    node = _script(tmp_path / "node", f"sleep 300 &\necho $$ $! > {pids}\nwait")
+    with pytest.raises(NodeUnavailable) as caught:
+        node_version(GEMINI_CLI, {"PATH": f"{tmp_path}:{os.defpath}"})  # its `sleep` from the system
+    assert f"{node} --version did not answer within 1 s, so it was stopped: that node hangs" in caught.value.message
+    assert f"run `{node} --version` alone" in str(caught.value.hint)
+    for pid in map(int, pids.read_text().split()):
+        assert gone(pid), f"process {pid} of the hanging probe is still running"
