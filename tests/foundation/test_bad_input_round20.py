@@ -161,3 +161,33 @@ def test_other_failures_and_envs_without_such_a_proxy_are_left_as_they_were() ->
     plain = {"ALL_PROXY": "socks4://socks.example:1080", "HTTPS_PROXY": f"http://u:{PASSWORD}@proxy.example:3128"}
     assert with_left_out_proxies(down, plain).message == "could not connect"
     assert "proxy_problems" not in down.details
+
+
+@pytest.mark.parametrize(
+    ("backend", "options"),
+    [("claude-code", {}), ("codex", {"api_key": "sk-fake-key", "pool_size": 0}), ("gemini-cli", {"pool_size": 0})],
+)
+def test_each_binary_backend_names_the_proxy_left_out_in_its_network_failure(
+    backend: str, options: dict[str, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The binary is never started: its starter fails as a CLI that could not reach its provider. FAILED before on
+    each (the message was the failure's alone)."""
+    from unified import execute_sync
+    from unified.events import ErrorEvent
+
+    monkeypatch.setenv("ALL_PROXY", _LEFT_OUT["ALL_PROXY"])
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-key-round20")
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-fake-key-round20")
+
+    def unreachable(*_: object) -> None:
+        raise BackendUnavailable("could not connect to the provider")
+
+    params = ExecuteParams(
+        prompt="hi", backend=backend, cwd=tmp_path, backend_options={"start_process": unreachable, **options}
+    )
+    events = list(execute_sync(params))
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.code == "backend_unavailable"
+    assert error.message.startswith("could not connect to the provider; note: ALL_PROXY carries credentials")
+    assert error.details["proxy_problems"] == ["proxy_not_forwarded"]
+    assert PASSWORD not in "".join(e.model_dump_json() for e in events)
