@@ -293,7 +293,8 @@ class ExecuteParams(BaseModel):
     failover_on: tuple[_ErrorCodeName, ...] = Field(
         default=FAILOVER_CODES,
         description="The error codes that move the run to the next `fallback` backend (after the backend's own "
-        "retries): by default a rate limit or exhausted quota, refused credentials, an unavailable backend.",
+        "retries): by default a rate limit or exhausted quota, refused credentials, an unavailable backend. Each "
+        "must be an `ErrorCode` (docs/protocol.md, Codes): another string is refused, as no run would end with it.",
     )
     retry: bool = Field(
         default=False,
