@@ -12,6 +12,7 @@ logged in" (no credentials at all) `auth_error`; a `--resume` the CLI could not 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -57,10 +58,18 @@ def _text(raw: Mapping[str, Any]) -> str:
 
 
 def error_from_status(
-    status: int | None, message: str, *, retries: int = 0, base_url: str | None = None
+    status: int | None,
+    message: str,
+    *,
+    retries: int = 0,
+    base_url: str | None = None,
+    retry_after_s: float | None = None,
 ) -> UnifiedError:
     """The typed error of an API failure with this HTTP status (None: no answer at all); `base_url` is where the
-    CLI sends its requests (ANTHROPIC_BASE_URL; None: the default), named when it could not connect there."""
+    CLI sends its requests (ANTHROPIC_BASE_URL; None: the default), named when it could not connect there;
+    `retry_after_s`, the wait the CLI last said it would make before asking again (its `api_retry`, which follows the
+    server's Retry-After): a 429's or a 5xx's `details.retry_after_s`, as the API backends give it (round 20: the
+    wait was known, and a 429 asking more than `max_retry_delay_s` even said it in words, but no field held it)."""
     tried = f" (after {retries} retries)" if retries else ""
     if status is None and CONNECT_FAILURE.search(message):
         return provider_unreachable(
@@ -71,6 +80,13 @@ def error_from_status(
             attempts=retries + 1 if retries else None,
         )
     details: dict[str, Any] = {"status": status} if status is not None else {}
+    if (
+        status is not None
+        and (status in (429, 529) or status >= 500)
+        and retry_after_s
+        and math.isfinite(retry_after_s)
+    ):
+        details["retry_after_s"] = retry_after_s
     if status == 429:
         return RateLimited(
             f"rate limited by the model's API{tried}: {message}", hint="wait, then retry", details=details
@@ -117,12 +133,14 @@ def status_of_result(raw: Mapping[str, Any]) -> str:
     return "success"
 
 
-def error_from_result(raw: Mapping[str, Any], base_url: str | None = None) -> UnifiedError:
-    """The typed error of a `result` that reports a failure (`base_url`: see `error_from_status`)."""
+def error_from_result(
+    raw: Mapping[str, Any], base_url: str | None = None, *, retry_after_s: float | None = None
+) -> UnifiedError:
+    """The typed error of a `result` that reports a failure (`base_url`, `retry_after_s`: see `error_from_status`)."""
     message = _text(raw)
     status = raw.get("api_error_status")
     if isinstance(status, int) and not isinstance(status, bool):
-        return error_from_status(status, message)
+        return error_from_status(status, message, retry_after_s=retry_after_s)
     if "Not logged in" in message or "/login" in message:
         return AuthError(
             f"the claude CLI found no credentials: {message}",
