@@ -12,8 +12,8 @@ import pytest
 from tests.e2e.codex.conftest import run_codex
 from tests.hang_guard import HANG_GUARD_S
 from unified._execute import EventStream
-from unified.events import ErrorEvent, UnifiedEvent
-from unified.testing import CODEX_MODEL, FakeOpenAI, Fault, ModelTurn
+from unified.events import ErrorEvent, Result, UnifiedEvent, WarningEvent
+from unified.testing import CODEX_MODEL, FakeOpenAI, Fault, FunctionCall, ModelTurn
 from unified.types import ExecuteParams
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -79,3 +79,22 @@ async def test_a_proxy_left_out_is_named_in_the_error_of_a_provider_not_reached(
     assert "(proxy_not_forwarded): use an http://, https://, socks5:// or socks5h:// URL" in error.message
     assert error.details["proxy_problems"] == ["proxy_not_forwarded"]
     assert PASSWORD not in "".join(event.model_dump_json() for event in events)
+
+
+async def test_a_cwd_deleted_during_the_run_is_a_warning_before_the_result(workspace: Path) -> None:
+    """The model's first command deletes the run's own folder; its next fails in Codex's words ("Failed to create
+    unified exec process: No such file or directory"). The caller is told why, once, before the result. FAILED before
+    (a plain success, nothing said)."""
+    turns = [
+        ModelTurn(function_calls=[FunctionCall(name="exec_command", args={"cmd": f"rm -rf {workspace}"})]),
+        ModelTurn(function_calls=[FunctionCall(name="exec_command", args={"cmd": "echo hi > x.txt"})]),
+        ModelTurn(text="done"),
+    ]
+    async with FakeOpenAI(turns) as server:
+        events = await run_codex(server, workspace, approval_mode="yolo")
+    [gone] = [e for e in events if isinstance(e, WarningEvent) and e.code == "cwd_gone"]
+    assert f"the run's working directory {workspace} was deleted, moved or replaced during the run" in gone.message
+    assert events.index(gone) == len(events) - 2  # just before the result
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success"
