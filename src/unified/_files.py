@@ -39,6 +39,7 @@ __all__ = [
     "folder_entries",
     "make_folder",
     "make_way",
+    "not_a_file",
     "open_regular",
     "open_regular_fd",
     "read_regular",
@@ -263,6 +264,27 @@ def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a directory"
     return "not a file"
+
+
+def not_a_file(path: Path) -> str:
+    """Why `path`, which `Path.is_file()` said is no regular file, is none, in words that follow it in a message:
+    `is_file()` is False for a FIFO, a socket, a link that loops or leads nowhere and a path it cannot reach, which
+    a message that said "no such file" of each sent the reader looking for a file that was there."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        if not path.is_symlink():
+            return "no such file"
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        return f"is a symbolic link to {target!r}, which does not exist"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symbolic link that loops (it leads back to itself)"
+        return f"cannot be reached ({exc.strerror or exc})"
+    return f"is {_kind(status.st_mode)}"
 
 
 def _open_checked(path: Path | str, flags: int, max_bytes: int | None, mode: int = 0o666) -> tuple[int, os.stat_result]:

@@ -75,6 +75,7 @@ WarningCode = Literal[
     "finish_malformed_response",
     "malformed_turn",
     "output_not_shown",
+    "cwd_gone",
 ]
 """Every `warning.code`, each documented once in docs/protocol.md ("Codes")."""
 

@@ -6,6 +6,7 @@ Kept apart from the event protocol (what comes back) and free of any backend SDK
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -17,7 +18,7 @@ from unified._redaction import REDACTED, redact_mapping
 from unified._sessions.records import SessionStore
 from unified._urls import url_problem
 from unified.conversations import Conversation
-from unified.events import UserInputRequest, UserInputResponse
+from unified.events import ERROR_CODES, UserInputRequest, UserInputResponse
 
 __all__ = [
     "FAILOVER_CODES",
@@ -228,6 +229,22 @@ def _named_directory(value: object) -> object:
 _Directory = Annotated[Path, BeforeValidator(_named_directory)]
 
 
+def _error_code(value: object) -> object:
+    """A `failover_on` entry that is no error code (`rate_limit`, `429`) is refused: no run ever ends with it, so
+    the run it was meant to move on never did, and nothing said why (round 20)."""
+    if isinstance(value, str) and value not in ERROR_CODES:
+        near = difflib.get_close_matches(value, sorted(ERROR_CODES), n=1)
+        guess = f"did you mean {near[0]!r}? " if near else ""
+        raise ValueError(
+            f"{value!r} is no error code, so no run would ever fail over on it; {guess}"
+            f"the codes are unified.events.ErrorCode (docs/protocol.md, Codes)"
+        )
+    return value
+
+
+_ErrorCodeName = Annotated[str, BeforeValidator(_error_code)]
+
+
 class ExecuteParams(BaseModel):
     """Everything one run needs: a `prompt` (or, with `retry`, none), the rest optional.
 
@@ -273,10 +290,11 @@ class ExecuteParams(BaseModel):
         "name alone keeps `model` only for a backend of the same provider and sends no `backend_options`; "
         "a `Fallback` gives them. An unknown backend name ends the run with a `configuration_error` before it starts.",
     )
-    failover_on: tuple[str, ...] = Field(
+    failover_on: tuple[_ErrorCodeName, ...] = Field(
         default=FAILOVER_CODES,
         description="The error codes that move the run to the next `fallback` backend (after the backend's own "
-        "retries): by default a rate limit or exhausted quota, refused credentials, an unavailable backend.",
+        "retries): by default a rate limit or exhausted quota, refused credentials, an unavailable backend. Each "
+        "must be an `ErrorCode` (docs/protocol.md, Codes): another string is refused, as no run would end with it.",
     )
     retry: bool = Field(
         default=False,

@@ -59,7 +59,8 @@ def test_a_codex_429_says_it_was_asked_once_not_that_retries_ran_out() -> None:
     assert (error.code, error.retryable) == ("rate_limited", True)
     assert error.message == (
         "the model provider at http://127.0.0.1:9/v1: it answered 429 Too Many Requests to the one request Codex makes "
-        "(Codex does not ask again after a 429)"
+        "(Codex does not ask again after a 429); Codex does not pass on how long the provider asked to wait (its "
+        "Retry-After)"
     )
     assert "exceeded retry limit" not in error.message
     assert error.hint == "wait, then run again (or resume the session: it kept the prompt)"

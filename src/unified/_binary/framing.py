@@ -69,8 +69,9 @@ class LineFramer:
             elif self._buffer.strip():
                 try:
                     yield self._buffer.decode("utf-8").rstrip("\r")
-                except UnicodeDecodeError as exc:
-                    yield MalformedLine(f"not UTF-8 ({exc.reason} at byte {exc.start})", len(self._buffer))
+                except UnicodeDecodeError as exc:  # with its head: an answer to a request fails that request now
+                    head = bytes(self._buffer[:HEAD_CHARS]).decode("utf-8", "replace")  # (it waited forever)
+                    yield MalformedLine(f"not UTF-8 ({exc.reason} at byte {exc.start})", len(self._buffer), head)
             self._buffer.clear()
 
     def end(self) -> MalformedLine | None:

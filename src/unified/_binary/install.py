@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,7 @@ import platformdirs
 from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature
 from unified._executables import not_runnable, script_problem
 from unified._files import open_regular
+from unified._pgroup import ProcessGroup
 from unified._redaction import is_secret
 from unified.errors import BackendUnavailable
 
@@ -239,20 +241,19 @@ def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> Ver
                 probe = child_env(
                     EnvPolicy(), parent=parent, extra=spec.probe_env, home=Path(home), home_vars=spec.home_vars
                 )
-                done = subprocess.run(
-                    [str(binary), "--version"],
-                    capture_output=True,
-                    text=True,
-                    errors="replace",  # bytes that are no UTF-8 are no version: said below, not a UnicodeDecodeError
-                    timeout=PROBE_TIMEOUT_S,
-                    env=probe,
-                    check=False,
-                )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            problem = script_problem(binary, env) if isinstance(exc, OSError) else None
+                answer = _version_output(str(binary), probe)
+        except OSError as exc:
+            problem = script_problem(binary, env)
             said = f"{binary} cannot run, {problem}" if problem else f"could not run {binary} --version: {exc}"
             raise BackendUnavailable(said, hint=spec.install_hint) from exc
-        text = done.stdout
+        if answer is None:
+            raise BackendUnavailable(
+                f"{binary} --version did not answer within {PROBE_TIMEOUT_S:g} s, so it was stopped: that binary "
+                "hangs (a broken install, a wrapper script waiting for input, or a network call at start)",
+                hint=f"run `{binary} --version` alone to see where it stops; {spec.install_hint}",
+                details={"binary": str(binary), "timeout_s": PROBE_TIMEOUT_S},
+            )
+        text = answer[1]  # its exit status is not asked: a version printed is the version
     match = _VERSION.search(text or "")
     if match is None:
         problem = script_problem(binary, env)
@@ -262,6 +263,37 @@ def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> Ver
     version = (int(match[1]), int(match[2]), int(match[3]))
     _probed[key] = version
     return version
+
+
+def _version_output(program: str, env: dict[str, str]) -> tuple[int, str] | None:
+    """The exit status of `program --version` and what it printed on stdout; None when it has not exited within
+    `PROBE_TIMEOUT_S`. It runs in a process group of its own, killed whole at the deadline: `subprocess.run(timeout=)`
+    killed the program alone and then read its stdout to the end, so a wrapper script whose child held that pipe
+    (`sleep`, a node that hangs) kept `unified doctor`, `unified install` and a run's start waiting for as long as the
+    child lived, and left it running after."""
+    with subprocess.Popen(
+        [program, "--version"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",  # bytes that are no UTF-8 are no version: said by the caller, not a UnicodeDecodeError
+        env=env,
+        start_new_session=True,
+    ) as child:
+        group = ProcessGroup(child.pid, lambda: child.returncode is not None)
+        try:
+            out, _ = child.communicate(timeout=PROBE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            group.signal(signal.SIGKILL)  # what it left behind too (a child that outlived it holds no pipe open)
+            group.close()
+            for stream in (child.stdout, child.stderr):
+                if stream is not None:
+                    stream.close()  # never read to its end: a member that escaped the group may still hold it
+            child.wait()
+    return child.returncode, out
 
 
 def locate(spec: BinarySpec, explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Binary:
@@ -288,20 +320,19 @@ def node_version(spec: BinarySpec, env: Mapping[str, str]) -> Version:
     if node is None:
         raise NodeUnavailable(f"Node.js was not found on PATH; {needs}", hint=NODE_HINT)
     try:
-        done = subprocess.run(
-            [node, "--version"],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=PROBE_TIMEOUT_S,
-            env=dict(env),
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        answer = _version_output(node, dict(env))
+    except OSError as exc:
         raise NodeUnavailable(f"{node} --version failed: {exc}", hint=NODE_HINT) from exc
-    match = _VERSION.search(done.stdout)
-    if done.returncode != 0 or match is None:
-        raise NodeUnavailable(f"{node} did not report a version ({done.stdout.strip()!r})", hint=NODE_HINT)
+    if answer is None:
+        raise NodeUnavailable(
+            f"{node} --version did not answer within {PROBE_TIMEOUT_S:g} s, so it was stopped: that node hangs "
+            "(a version manager's shim waiting for input, a broken install)",
+            hint=f"run `{node} --version` alone to see where it stops; {NODE_HINT}",
+        )
+    code, said = answer
+    match = _VERSION.search(said)
+    if code != 0 or match is None:
+        raise NodeUnavailable(f"{node} did not report a version ({said.strip()!r})", hint=NODE_HINT)
     version = (int(match[1]), int(match[2]), int(match[3]))
     if version < spec.min_node:
         raise NodeUnavailable(

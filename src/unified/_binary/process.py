@@ -70,7 +70,7 @@ from unified._binary.strays import MARKER, end_all, find_marked, find_marked_now
 from unified._pgroup import ProcessGroup, pidfd, signal_verified
 from unified._redaction import REDACTED, SPLIT_HOLD_MIN, Redactor, redactor
 from unified.backends import AgentProcess, MalformedLine
-from unified.errors import BackendUnavailable, UnifiedError
+from unified.errors import BackendUnavailable, ConfigurationError, UnifiedError
 
 __all__ = [
     "PIPED_ENV_MAX_BYTES",
@@ -209,6 +209,22 @@ def _piped_env_fd(piped: PipedEnv) -> int:
     return read_fd
 
 
+def _unpassable(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """Which of `argv` and `env` no `execve` can carry (a NUL byte; `=` in a variable's name), named without its
+    value (a variable's value may be a secret); None when each can be."""
+    for name, value in env.items():
+        if "\0" in name or "=" in name or not name:
+            return (
+                f"the environment variable named {name.replace(chr(0), chr(0xFFFD))!r} has no name a process can have"
+            )
+        if "\0" in value:
+            return f"the environment variable {name} holds a NUL byte, which no process environment can carry"
+    for index, arg in enumerate(argv):
+        if "\0" in arg:
+            return f"argument {index} of its command line holds a NUL byte, which no command line can carry"
+    return None
+
+
 class AgentSubprocess(AgentProcess):
     """The binary as a child process: see the module docstring."""
 
@@ -252,6 +268,12 @@ class AgentSubprocess(AgentProcess):
                 pass_fds=() if read_fd is None else (read_fd,),
             )
         except (OSError, ValueError) as exc:
+            if isinstance(exc, ValueError) and (why := _unpassable(argv, child_env)) is not None:
+                raise ConfigurationError(  # the binary is fine: a value the run gave it cannot be passed at all
+                    f"could not start {argv[0]}: {why} ({exc})",
+                    hint="remove that character from the run's options (backend_options.env, an MCP server's "
+                    "env, args or command)",
+                ) from None
             if isinstance(exc, OSError) and exc.errno == errno.E2BIG:  # the binary is fine, its command line is not
                 size = sum(len(os.fsencode(arg)) + 1 for arg in argv)
                 raise UnifiedError(

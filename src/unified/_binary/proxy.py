@@ -49,8 +49,18 @@ import anyio.lowlevel
 from anyio.abc import ByteStream
 
 from unified._urls import PROXY_VARIABLES
+from unified.errors import UnifiedError
 
-__all__ = ["Limits", "ProxyForwarder", "ProxyProblem", "Upstream", "forwarded_env", "unforwardable", "upstreams_of"]
+__all__ = [
+    "Limits",
+    "ProxyForwarder",
+    "ProxyProblem",
+    "Upstream",
+    "forwarded_env",
+    "unforwardable",
+    "upstreams_of",
+    "with_left_out_proxies",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +163,26 @@ def unforwardable(env: Mapping[str, str]) -> tuple[dict[str, str], list[ProxyPro
             )
         )
     return kept, problems
+
+
+_NETWORK_CODES = frozenset({"backend_unavailable", "backend_error", "stream_interrupted"})
+"""The codes of a failure a proxy left out of the CLI's environment may have caused (it reached the network
+directly, or not at all)."""
+
+
+def with_left_out_proxies(exc: UnifiedError, env: Mapping[str, str]) -> UnifiedError:
+    """`exc`, when its code says the CLI may have failed to reach its provider, with each proxy variable of `env`
+    left out of the CLI's environment (`unforwardable`) named in its message and `details.proxy_problems`: the
+    `proxy_not_forwarded` problem was only in the stderr tail of the errors that carry one, and a CLI's "fetch
+    failed" or "Connection error" said nothing of a proxy (round 20). Changed in place (the traceback stays)."""
+    _, problems = unforwardable(env)
+    if not problems or exc.code not in _NETWORK_CODES:
+        return exc
+    notes = [f"{p.message} ({p.code}): {p.hint}" for p in problems]
+    exc.message = "; ".join([exc.message, *(f"note: {note}" for note in notes)])
+    exc.details["proxy_problems"] = [p.code for p in problems]
+    exc.args = (f"{exc.message} ({exc.hint})" if exc.hint else exc.message,)
+    return exc
 
 
 def forwarded_env(env: Mapping[str, str], limits: Limits | None = None) -> tuple[dict[str, str], ProxyForwarder | None]:

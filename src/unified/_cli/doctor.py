@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from unified import RoutingError, UnifiedError, capabilities
@@ -54,7 +55,7 @@ def agent_binary(spec: BinarySpec, env: Mapping[str, str]) -> dict[str, Any]:
     try:
         version = probe_version(spec, path, env)
     except UnifiedError as exc:
-        info["problem"] = exc.message
+        info["problem"] = f"{exc.message}: {exc.hint}" if exc.hint else exc.message  # what to do, too
         return info
     info["version"] = ".".join(map(str, version))
     low, high = spec.supported
@@ -112,7 +113,11 @@ def doctor_report(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     auth = detect_auth(env)
     from unified._cli.install import spec_of
 
-    binaries = {name: agent_binary(spec_of(name), env) for name in _BINARIES}
+    with ThreadPoolExecutor(len(_BINARIES), thread_name_prefix="unified-doctor-probe") as pool:
+        # at once: each probe may take up to its deadline (a binary that hangs on `--version`), one after another
+        # they took three times that (92 s with three hanging binaries)
+        probes = {name: pool.submit(agent_binary, spec_of(name), env) for name in _BINARIES}
+        binaries = {name: probe.result() for name, probe in probes.items()}
     auto: dict[str, Any]
     try:
         selection = select_backend(auth)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from unified._files import not_a_file
+
 __all__ = [
     "FAKE_SERVERS",
     "FakeServer",
@@ -193,7 +195,7 @@ def serve_openai(script: Path | None, port: int, home: Path) -> ServedFake:
 def _load(path: Path, loader: Callable[[Path], _Script]) -> _Script:
     """A script file, or a `ServeError` saying in one line why it is not one."""
     if not path.is_file():
-        raise ServeError(f"{path}: {'is a directory' if path.is_dir() else 'no such file'}")
+        raise ServeError(f"{path}: {not_a_file(path)}")
     try:
         return loader(path)
     except (ValueError, KeyError, TypeError, OSError) as exc:  # pydantic's ValidationError is a ValueError

@@ -989,6 +989,16 @@ class StreamGuard:
     async def _finish(self, outcome: RunOutcome | None, failure: BaseException | None, turns: int) -> None:
         for scope in list(self.agg.buffers):
             await self.flush_message(scope)
+        if self.agg.session is not None and not self.params.cwd.expanduser().is_dir():
+            # A session started, so the backend found the folder: it went during the run (a command the model ran,
+            # the user). The binaries' tools then failed in their own words ("Failed to create unified exec
+            # process: No such file or directory"), or the run ended as if nothing had happened (round 20).
+            await self._warn(
+                "cwd_gone",
+                f"the run's working directory {self.params.cwd} was deleted, moved or replaced during the run: the "
+                "tool calls after that failed, and the session's files there are gone; the session itself is kept "
+                "(resume it with an existing cwd)",
+            )
         status: ResultStatus
         error: str | None = None
         if isinstance(failure, RunStopped):

@@ -486,6 +486,10 @@ def _unavailable(root: str | Path, what: str, exc: OSError) -> SessionStoreUnava
         fix = f"{other} on a writable file system"
     elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
         fix = f"free disk space (or raise the quota), or {other}"
+    elif exc.errno == errno.ELOOP:  # symbolic links that point at each other: no permission makes it a folder
+        fix = f"a symbolic link on the way to {where} loops (`ls -l` each of its folders): fix or remove it, or {other}"
+    elif exc.errno == errno.EISDIR:  # a folder where a record goes: it said to make the folder writable
+        fix = f"{where} is a folder where a session record goes: move it away (it is no record), or {other}"
     else:
         fix = f"make that directory writable, or {other}"
     return SessionStoreUnavailable(

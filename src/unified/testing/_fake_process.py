@@ -111,7 +111,8 @@ class FakeAgentProcess(AgentProcess):
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            return MalformedLine(f"not UTF-8 ({exc.reason} at byte {exc.start})", len(data))
+            head = data[:512].decode("utf-8", "replace")  # as the real framer keeps it (`LineFramer.feed`)
+            return MalformedLine(f"not UTF-8 ({exc.reason} at byte {exc.start})", len(data), head)
 
     def _wake(self) -> None:
         if self._readable is not None:

@@ -49,6 +49,7 @@ from typing import Any, cast, get_args
 from urllib.parse import urlsplit
 
 from unified._exports import publish
+from unified._files import not_a_file
 from unified._redaction import clip
 from unified.events import ErrorEvent, Result, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified.testing._fake_acp import cli_home
@@ -140,7 +141,7 @@ def describe(path: Path) -> CassetteInfo:
             f"{path}: not a cassette (expected a .yaml vcrpy cassette or a .jsonl gemini-cli or claude-code transcript)"
         )
     if not path.is_file():
-        raise ReplayError(f"{path}: {'is a directory' if path.is_dir() else 'no such file'}; pass a cassette file")
+        raise ReplayError(f"{path}: {not_a_file(path)}; pass a cassette file")
     try:
         return _describe_transcript(path) if path.suffix == ".jsonl" else _describe_http(path)
     except ReplayError:

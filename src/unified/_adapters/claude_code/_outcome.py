@@ -12,6 +12,7 @@ logged in" (no credentials at all) `auth_error`; a `--resume` the CLI could not 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -57,10 +58,18 @@ def _text(raw: Mapping[str, Any]) -> str:
 
 
 def error_from_status(
-    status: int | None, message: str, *, retries: int = 0, base_url: str | None = None
+    status: int | None,
+    message: str,
+    *,
+    retries: int = 0,
+    base_url: str | None = None,
+    retry_after_s: float | None = None,
 ) -> UnifiedError:
     """The typed error of an API failure with this HTTP status (None: no answer at all); `base_url` is where the
-    CLI sends its requests (ANTHROPIC_BASE_URL; None: the default), named when it could not connect there."""
+    CLI sends its requests (ANTHROPIC_BASE_URL; None: the default), named when it could not connect there;
+    `retry_after_s`, the wait the CLI last said it would make before asking again (its `api_retry`, which follows the
+    server's Retry-After): a 429's or a 5xx's `details.retry_after_s`, as the API backends give it (round 20: the
+    wait was known, and a 429 asking more than `max_retry_delay_s` even said it in words, but no field held it)."""
     tried = f" (after {retries} retries)" if retries else ""
     if status is None and CONNECT_FAILURE.search(message):
         return provider_unreachable(
@@ -71,6 +80,13 @@ def error_from_status(
             attempts=retries + 1 if retries else None,
         )
     details: dict[str, Any] = {"status": status} if status is not None else {}
+    if (
+        status is not None
+        and (status in (429, 529) or status >= 500)
+        and retry_after_s
+        and math.isfinite(retry_after_s)
+    ):
+        details["retry_after_s"] = retry_after_s
     if status == 429:
         return RateLimited(
             f"rate limited by the model's API{tried}: {message}", hint="wait, then retry", details=details
@@ -117,12 +133,14 @@ def status_of_result(raw: Mapping[str, Any]) -> str:
     return "success"
 
 
-def error_from_result(raw: Mapping[str, Any], base_url: str | None = None) -> UnifiedError:
-    """The typed error of a `result` that reports a failure (`base_url`: see `error_from_status`)."""
+def error_from_result(
+    raw: Mapping[str, Any], base_url: str | None = None, *, retry_after_s: float | None = None
+) -> UnifiedError:
+    """The typed error of a `result` that reports a failure (`base_url`, `retry_after_s`: see `error_from_status`)."""
     message = _text(raw)
     status = raw.get("api_error_status")
     if isinstance(status, int) and not isinstance(status, bool):
-        return error_from_status(status, message)
+        return error_from_status(status, message, retry_after_s=retry_after_s)
     if "Not logged in" in message or "/login" in message:
         return AuthError(
             f"the claude CLI found no credentials: {message}",
@@ -135,6 +153,14 @@ def error_from_result(raw: Mapping[str, Any], base_url: str | None = None) -> Un
         )
     if raw.get("terminal_reason") == "api_error" or "API Error" in message or "Connection" in message:
         return error_from_status(None, message, base_url=base_url)
+    if message.strip().startswith("Prompt is too long"):  # 2.1.332, counted by the CLI itself: no request sent
+        return UnifiedError(
+            f"the request is larger than the model's context window (the claude CLI says {message.strip()!r}): the "
+            "prompt, its images and the session's history together; running it again unchanged fails the same way",
+            code="bad_request",
+            hint="send a shorter prompt or fewer images, or start a new session instead of resuming a long one",
+            details={"subtype": str(raw.get("subtype"))},
+        )
     if _NO_CONTENT.search(message):
         return UnifiedError(
             f"the model's API answered with no content (an empty response; the claude CLI says {message!r})",
@@ -152,8 +178,8 @@ behind a gateway): never the cause of a crash (`telling_line`)."""
 
 def error_from_exit(code: int | None, stderr_tail: str, what: str) -> BackendError | BackendUnavailable:
     """The error of a CLI that ended (or closed its output) before the run was over."""
-    if code is None:
-        how = "closed its output"
+    if code is None:  # as `jsonrpc.stream_ended` words it for the other binaries: it was not taken for an exit
+        how = "closed its output without exiting (it was stopped)"
     elif code < 0:
         how = f"was {killed_by(-code)}"
     else:

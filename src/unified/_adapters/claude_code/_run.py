@@ -143,6 +143,8 @@ class ClaudeRun:
         self.run_usage = Usage()
         self.requesting = False
         self.failure: UnifiedError | None = None
+        self.retry_after_s: float | None = None
+        """The wait the CLI's last `api_retry` said (an HTTP status's), for the error of the request that failed."""
         self.stopping = False
         self.answer_lost = False
         """A line carrying the answer's text was over the cap, dropped: the turn's end is an error, not `success`."""
@@ -488,7 +490,9 @@ class ClaudeRun:
                 retry.status,
                 f"the server asks to wait {retry.delay_s:g} s, more than max_retry_delay_s "
                 f"({self.options.max_retry_delay_s:g} s)",
+                retry_after_s=retry.delay_s,
             )
+        self.retry_after_s = retry.delay_s if retry.status is not None else None
         if self.failure is not None:
             await self._interrupt()
             raise self.failure
@@ -503,7 +507,8 @@ class ClaudeRun:
         if self.stopping:
             raise RunStopped("the user stopped the run at a permission prompt", hint="resume the session to go on")
         if status == "error":
-            raise error_from_result(raw, self.launch.env.get("ANTHROPIC_BASE_URL"))
+            base_url = self.launch.env.get("ANTHROPIC_BASE_URL")
+            raise error_from_result(raw, base_url, retry_after_s=self.retry_after_s)
         if self.translator.agents_running():
             return None  # a background agent runs on: its report comes back in a turn of its own
         short = short_id_of(self.plan.session_id)

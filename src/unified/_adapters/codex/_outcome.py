@@ -132,6 +132,8 @@ def error_from_turn_error(error: dict[str, Any] | None, *, where: str) -> Unifie
             if math.isfinite(seconds):  # 400 digits make a float infinity
                 extra["retry_after_s"] = seconds
         quota = kind == "usageLimitExceeded"
+        if "retry_after_s" not in extra and not quota:  # a reader looks for the wait: say why there is none
+            text += "; Codex does not pass on how long the provider asked to wait (its Retry-After)"
         return RateLimited(
             f"{where}: {text}",
             hint="check the plan and billing of this key"
@@ -155,8 +157,13 @@ def error_from_turn_error(error: dict[str, Any] | None, *, where: str) -> Unifie
             details=extra,
         )
     if kind in ("internalServerError", "serverOverloaded") or (status is not None and status >= 500):
-        return BackendError(
-            f"{where}: {text}", retryable=True, hint="the server had a problem; run again", details=extra
+        said = {"internalServerError": "an internal server error", "serverOverloaded": "overloaded"}.get(kind)
+        return BackendError(  # Codex's words for a 500 ("experiencing high demand") read like a rate limit
+            f"{where} had a server error ({status or said}), not a rate limit: {text}",
+            retryable=True,
+            hint="the fault is the provider's, not the request's: run again (or resume the session: it kept the "
+            "prompt), or let the run fail over (ExecuteParams.fallback)",
+            details=extra,
         )
     if kind == "responseStreamDisconnected" or "stream disconnected" in text:
         return BackendError(f"{where}: {text}", code="stream_interrupted", retryable=True, details=extra)
