@@ -6,7 +6,6 @@ Kept apart from the event protocol (what comes back) and free of any backend SDK
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -233,6 +232,8 @@ def _error_code(value: object) -> object:
     """A `failover_on` entry that is no error code (`rate_limit`, `429`) is refused: no run ever ends with it, so
     the run it was meant to move on never did, and nothing said why (round 20)."""
     if isinstance(value, str) and value not in ERROR_CODES:
+        import difflib  # only for the message: `import unified` stays without it
+
         near = difflib.get_close_matches(value, sorted(ERROR_CODES), n=1)
         guess = f"did you mean {near[0]!r}? " if near else ""
         raise ValueError(
