@@ -1,0 +1,262 @@
+"""Red team, round 30: the forms round 29 left (measured there), and a tool's output shown before its key completes.
+
+Holes (each test marked SUCCEEDED before fails on the code before its fix):
+
+- a key printed as 16-bit decimal words (`od -d`, `hexdump -d`), 16-bit octal words (`od -o`, `hexdump -o`), 32- or
+  64-bit hex words (`od -tx4`, `od -tx8`), rot13, base32, reversed and wrapped (`rev | fold`), the hex of its UTF-16,
+  or an `xxd` dump whose lines were joined (`xxd | paste -s`, `xxd | tr -d '\\n'`) reached the tool's result and the
+  events whole. Now `_redaction._byte_forms`, `_text_forms`, and `_dump_lines` reading an `xxd` offset inside a line;
+  `hexdump -d`'s columns, two spaces and more apart, are read whole too (`_dump_views`);
+- a dump streamed line by line (`xxd`, `od -c`, `hexdump -C`, `od -x`) showed its first lines, a third of the key in
+  hex and as text, in `tool_progress` events before the line that completed it (the result was redacted whole), and
+  the shell's own progress line showed each line of `xxd`, `fold -w8` or `base64 -w12` of a key. Now a tool's
+  output stream shows no piece of a key form `FRAGMENT_MIN` (12) folded characters long (`Redactor.fragment_spans`).
+
+Left, measured: `od -tu4` (32-bit decimal words), compression (`gzip | base64`), ascii85, z85, uuencode, every other
+character, a key's characters doubled: a command the model chooses can still print a secret it can read in a form no
+redactor knows.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+from typing import Any
+
+import pytest
+
+from unified._redaction import FRAGMENT_MIN, REDACTED, SplitGuard, redactor
+
+pytestmark = [pytest.mark.anyio, pytest.mark.unit]
+
+KEY = "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
+LONG = "sk-ant-api03-" + "Qw3rTy7Ui9Op1As5Df8Gh2Jk4Lz6Xc0Vb" * 3 + "-AA"
+_KEYED = f"key={KEY}\n".encode()
+
+
+def _words(data: bytes, size: int) -> list[int]:
+    data += b"\0" * (-len(data) % size)
+    return [int.from_bytes(data[at : at + size], "little") for at in range(0, len(data), size)]
+
+
+def _od(data: bytes, size: int, form: str, width: int, *, offsets: bool = True) -> str:
+    """What `od` prints with words of `size` bytes in `form` (checked against GNU od 8.32: `-d`, `-An -d`, `-o`,
+    `-An -tx4`, `-An -tx8` print exactly this)."""
+    lines = []
+    for at in range(0, len(data), 16):
+        body = "".join(f" {format(word, form):>{width}}" for word in _words(data[at : at + 16], size))
+        lines.append((f"{at:07o}" if offsets else "") + body)
+    return "\n".join([*lines, f"{len(data):07o}"] if offsets else lines) + "\n"
+
+
+def _hexdump(data: bytes, form: str) -> str:
+    """What `hexdump -d` (`05d`) and `hexdump -o` (`06o`) print (checked against util-linux 2.37)."""
+    lines = []
+    for at in range(0, len(data), 16):
+        pad = "   " if form == "05d" else "  "
+        line = f"{at:07x}" + "".join(f"{pad}{format(w, form)}" for w in _words(data[at : at + 16], 2))
+        lines.append(line.ljust(71))
+    return "\n".join([*lines, f"{len(data):07x}"]) + "\n"
+
+
+def _xxd(data: bytes) -> str:
+    lines = []
+    for at in range(0, len(data), 16):
+        chunk = data[at : at + 16]
+        hexed = " ".join(chunk[i : i + 2].hex() for i in range(0, len(chunk), 2))
+        shown = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append(f"{at:08x}: {hexed:<39}  {shown}")
+    return "\n".join(lines) + "\n"
+
+
+def _fold(text: str, width: int) -> str:
+    return "\n".join(text[at : at + width] for at in range(0, len(text), width)) + "\n"
+
+
+_TEXT = _KEYED.decode()
+FORMS = {
+    "od -d": _od(_KEYED, 2, "d", 5),
+    "od -An -d": _od(_KEYED, 2, "d", 5, offsets=False),
+    "od -d, the key at an odd offset": _od(b"k" + _KEYED, 2, "d", 5),
+    "od -o": _od(_KEYED, 2, "06o", 6),
+    "od -An -tx4": _od(_KEYED, 4, "08x", 8, offsets=False),
+    "od -An -tx8": _od(_KEYED, 8, "016x", 16, offsets=False),
+    "hexdump -d": _hexdump(_KEYED, "05d"),
+    "hexdump -o": _hexdump(_KEYED, "06o"),
+    "rot13": codecs.encode(_TEXT, "rot13"),
+    "base32": base64.b32encode(_KEYED).decode() + "\n",
+    "base32, wrapped": _fold(base64.b32encode(b"the key: " + _KEYED).decode(), 76),
+    "rev | fold -w5": _fold(KEY[::-1], 5),
+    "fold -w1 | tac": "\n".join(KEY[::-1]) + "\n",
+    "UTF-16LE hex": _TEXT.encode("utf-16-le").hex(),
+    "UTF-16BE hex": _TEXT.encode("utf-16-be").hex(),
+    "xxd | paste -s": _xxd(_KEYED).rstrip("\n").replace("\n", "\t") + "\n",
+    "xxd | tr -d '\\n'": _xxd(_KEYED).replace("\n", ""),
+    "xxd | paste -sd ' '": _xxd(b"export TOKEN=" + _KEYED).rstrip("\n").replace("\n", " ") + "\n",
+}
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+def test_a_key_printed_in_another_form_is_replaced(form: str) -> None:
+    """SUCCEEDED before: each form reached the tool output and the events whole."""
+    printed = FORMS[form]
+    clean = redactor(env={}, extra=[KEY])
+    assert clean.found_in(f"out: {printed} end")
+    shown = clean(f"out: {printed} end")
+    assert REDACTED in shown
+    squeezed = shown.replace(" ", "").replace("\n", "").replace("\t", "")
+    for piece in (KEY[4:16], KEY[20:32], KEY.encode().hex()[16:40]):
+        assert piece not in squeezed, shown
+    assert squeezed.count(REDACTED) <= 3  # replaced where it stands, not the whole text over and over
+
+
+@pytest.mark.parametrize("form", ["rot13", "base32", "od -d", "xxd | paste -s"])
+def test_a_long_key_in_the_new_forms_is_replaced(form: str) -> None:
+    """SUCCEEDED before: an Anthropic key (115 characters) rot13, in base32, as `od -d` words or a joined dump."""
+    keyed = f"key={LONG}\n".encode()
+    printed = {
+        "rot13": codecs.encode(keyed.decode(), "rot13"),
+        "base32": base64.b32encode(keyed).decode(),
+        "od -d": _od(keyed, 2, "d", 5),
+        "xxd | paste -s": _xxd(keyed).replace("\n", "\t"),
+    }[form]
+    assert REDACTED in redactor(env={}, extra=[LONG])(printed)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0000000 25963 15737 18753 24954 31059 11588 29753 29267\n0000020 25963 12855\n",  # od -d of other text
+        "00000000: 6865 6c6c 6f20 776f 726c 640a  hello world.\t00000010: 6865 6c6c  hello",
+        "NBSWY3DPEB3W64TMMQ======\n",  # base32 of "hello world"
+        "uryyb jbeyq, n ebg13 zrffntr\n",
+        "2026-12-06T03:40:03Z 1733456403 8224 25963 31059 ok\n" * 20,
+        '{"a": 1, "b": "x: y"}',
+    ],
+)
+def test_ordinary_text_is_left_as_it_is(text: str) -> None:
+    """Pin: text holding no form of the key is unchanged, read as a joined dump or as words."""
+    assert redactor(env={}, extra=[KEY, LONG])(text) == text
+
+
+# 2. a tool's output streamed line by line
+
+_NEWLINE = "\\n"  # as `od -c` shows a line break
+
+STREAMED = {
+    "xxd": _xxd(_KEYED),
+    "od -c": "".join(
+        f"{at:07o}" + "".join(f"{_NEWLINE if b == 10 else chr(b):>4}" for b in _KEYED[at : at + 16]) + "\n"
+        for at in range(0, len(_KEYED), 16)
+    ),
+    "od -x": _od(_KEYED, 2, "04x", 4),
+    "hexdump -C": "".join(
+        f"{at:08x}  "
+        + f"{' '.join(f'{b:02x}' for b in _KEYED[at : at + 8]):<23}  "
+        + f"{' '.join(f'{b:02x}' for b in _KEYED[at + 8 : at + 16]):<23}  "
+        + "|"
+        + "".join(chr(b) if 32 <= b < 127 else "." for b in _KEYED[at : at + 16])
+        + "|\n"
+        for at in range(0, len(_KEYED), 16)
+    ),
+    "xxd -c 8": "".join(
+        f"{at:08x}: {' '.join(_KEYED[i : i + 2].hex() for i in range(at, min(at + 8, len(_KEYED)), 2)):<19}  "
+        + "".join(chr(b) if 32 <= b < 127 else "." for b in _KEYED[at : at + 8])
+        + "\n"
+        for at in range(0, len(_KEYED), 8)
+    ),
+}
+
+
+def _pieces_of(key: str) -> list[str]:
+    """The key's pieces `FRAGMENT_MIN` long, as text and in hex: none may be shown before the key completes."""
+    hexed = key.encode().hex()
+    return [key[at : at + FRAGMENT_MIN] for at in range(len(key) - FRAGMENT_MIN + 1)] + [
+        hexed[at : at + FRAGMENT_MIN] for at in range(0, len(hexed) - FRAGMENT_MIN + 1, 2)
+    ]
+
+
+def _squeezed(text: str) -> str:
+    """`text` as its folded reader sees it, cased as written: no spaces, offsets' colons or dump bars."""
+    return "".join(c for c in text if c.isalnum() or c in "-_")
+
+
+@pytest.mark.parametrize("dump", list(STREAMED))
+def test_a_dump_streamed_line_by_line_shows_no_piece_of_the_key(dump: str) -> None:
+    """SUCCEEDED before: the first lines of the dump (a third of the key, in hex and as text) were shown by a tool's
+    output stream before the line that completed the key."""
+    guard = SplitGuard(redactor(env={}, extra=[KEY]), fragments=True)
+    shown = [guard.feed(line) for line in STREAMED[dump].splitlines(keepends=True)] + [guard.release()]
+    joined = "\n".join(_squeezed(piece) for piece in shown)
+    for piece in _pieces_of(KEY):
+        assert piece not in joined, (piece, shown)
+    assert REDACTED in "".join(shown)
+
+
+def test_a_short_key_s_dump_streamed_line_by_line_shows_no_piece() -> None:
+    """SUCCEEDED before: with a key of 20 characters, the stream kept 40 of what it showed: the text column of the
+    dump's first line, held back, then shown with the second line whose offset cut it from the rest."""
+    key = "AIzaSyD-9tSrke72PouQ"
+    keyed = f"key={key}\n".encode()
+    guard = SplitGuard(redactor(env={}, extra=[key]), fragments=True)
+    shown = [guard.feed(line) for line in _xxd(keyed).splitlines(keepends=True)] + [guard.release()]
+    joined = "\n".join(_squeezed(piece) for piece in shown)
+    for piece in _pieces_of(key):
+        assert piece not in joined, (piece, shown)
+
+
+async def test_tool_progress_events_of_a_dump_show_no_piece_of_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SUCCEEDED before: a backend's `tool_progress` messages (Codex's command output deltas), a dump's line each,
+    showed its first lines whole."""
+    from unified import ExecuteParams
+    from unified._execute import EventStream
+    from unified.events import SessionStarted, ToolProgress, ToolUse
+    from unified.testing import ScriptedBackend
+
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    started = SessionStarted(backend="scripted", session_id="s1", short_id="s1", cwd="/tmp")
+    use = ToolUse(tool_use_id="t1", name="run_shell_command", input={"command": "xxd k"})
+    lines = STREAMED["xxd"].splitlines(keepends=True)
+    events: list[Any] = [started, use, *(ToolProgress(tool_use_id="t1", status="output", message=m) for m in lines)]
+    async with EventStream(ExecuteParams(prompt="p", backend="scripted"), backend=ScriptedBackend(events)) as stream:
+        got = [event async for event in stream]
+    shown = [str(e.message or "") for e in got if e.type == "tool_progress"]
+    joined = "\n".join(_squeezed(piece) for piece in shown)
+    for piece in _pieces_of(KEY):
+        assert piece not in joined, (piece, shown)
+
+
+@pytest.mark.parametrize("printer", ["xxd", "fold -w8", "base64 -w12", "od -c"])
+def test_the_shell_s_progress_line_shows_no_piece_of_the_key(printer: str) -> None:
+    """SUCCEEDED before: the progress line of `run_shell_command` (the last line of the output so far) showed each line
+    of the dump, or of the key folded (`fold -w8`: `SyD-9tSr`, `ke72PouQ`), while the rest was to come."""
+    from unified.tools._shell import _progress_line
+
+    output = {
+        "xxd": STREAMED["xxd"],
+        "fold -w8": _fold(_TEXT.rstrip("\n"), 8),
+        "base64 -w12": _fold(base64.b64encode(_KEYED).decode(), 12),
+        "od -c": STREAMED["od -c"],
+    }[printer]
+    clean = redactor(env={}, extra=[KEY])
+    lines = output.splitlines(keepends=True)
+    shown = [_progress_line(bytearray("".join(lines[:n]).encode()), clean) for n in range(1, len(lines))]
+    for line in shown:
+        assert not any(piece in _squeezed(line) for piece in _pieces_of(KEY)), shown
+        assert not any(chunk in line for chunk in ("SyD-9tSr", "ke72PouQ", "MnMX-a7e", "ZSW0jkFM")), shown
+    inner = lines[1:-1]  # the key's own lines: each a piece of its form (the first holds `key=`)
+    assert not any(line.strip() in shown for line in inner), shown
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["building 12 of 40 targets\n", "compiled src/main.rs in 0.81s\n", "linking 0123456789abcdef\n"],
+        ["00000000: 6865 6c6c 6f20 776f 726c 640a  hello world.\n", "00000010: 0a  .\n"],
+        [f"{n:>8} {n * 7919 % 100000:>8}\n" for n in range(40)],
+    ],
+)
+def test_ordinary_tool_output_streams_as_it_is(lines: list[str]) -> None:
+    """Pin: a tool's output holding no piece of a key is shown as it came, line by line."""
+    guard = SplitGuard(redactor(env={}, extra=[KEY, LONG]), fragments=True)
+    assert "".join(guard.feed(line) for line in lines) + guard.release() == "".join(lines)
