@@ -29,6 +29,7 @@ characters it is still the secret (API keys and tokens are this long), never a c
 from __future__ import annotations
 
 import base64
+import bisect
 import codecs
 import functools
 import os
@@ -176,17 +177,21 @@ class Redactor:
         """Whether the folded text holds a `loose` form: first a look-up of its `_GRAM`-character pieces every `step`
         characters (any form, `step + _GRAM - 1` or more long, covers one of them), then, on a hit, a search for each
         form (round 30: 47 forms a key; a search each over 4 KB of prose took 79 us, the look-ups 10)."""
-        if len(folded) >= _GRAMS_FROM:  # a short text: a search for each form costs less than the look-ups
-            grams, step = self._loose_index
-            if grams.isdisjoint([folded[at : at + _GRAM] for at in range(0, len(folded) - _GRAM + 1, step)]):
-                return False
-        return any(map(folded.__contains__, self.loose))
+        grams, step, lengths = self._loose_index
+        # a short text: a search for each form costs less than the look-ups
+        if len(folded) >= _GRAMS_FROM and grams.isdisjoint(
+            [folded[at : at + _GRAM] for at in range(0, len(folded) - _GRAM + 1, step)]
+        ):
+            return False
+        fitting = self.loose[bisect.bisect_left(lengths, -len(folded)) :]  # none longer than the text
+        return any(map(folded.__contains__, fitting))
 
     @functools.cached_property
-    def _loose_index(self) -> tuple[frozenset[str], int]:
-        """Every `_GRAM`-character piece of the `loose` forms, and the step `_holds_loose` reads a text's pieces at."""
+    def _loose_index(self) -> tuple[frozenset[str], int, list[int]]:
+        """Every `_GRAM`-character piece of the `loose` forms, the step `_holds_loose` reads a text's pieces at, and
+        the forms' lengths, negated (ascending, as the forms are longest first)."""
         grams = frozenset(form[at : at + _GRAM] for form in self.loose for at in range(len(form) - _GRAM + 1))
-        return grams, len(self.loose[-1]) - _GRAM + 1
+        return grams, len(self.loose[-1]) - _GRAM + 1, [-len(form) for form in self.loose]
 
     @functools.cached_property
     def _fragment_grams(self) -> frozenset[str]:
@@ -589,8 +594,10 @@ def _printed_forms(value: str) -> list[str]:
     hex dumps with offsets (`xxd`, `hexdump -C`, `od -c`, `od -tx1`) are caught too (`Redactor.loose`, rounds 27
     and 29), and so are its bytes one by one in decimal, octal, hex with `x`, `0x` or `u00` before each, or in
     little-endian words (`_byte_forms`: `od -tu1`, `od -b`, `od -x`, `hexdump`, `xxd -i`, HTML entities, C escapes).
-    Not caught (measured, round 29): a dump whose lines were joined or cut again, 16-bit decimal words (`od -d`),
-    `rot13` and other ciphers, other encodings of encodings: a command the model chooses can always print a secret it
+    Since round 30 also 16- to 64-bit words (`od -d`, `od -o`, `od -tx4`, `od -tx8`), rot13, base32, reversed and
+    wrapped, UTF-16 (`_byte_forms`, `_text_forms`), and `xxd` with its lines joined (`_dump_lines`). Not caught
+    (measured): `od -tu4`, compression, ascii85, z85, uuencode, other ciphers and encodings of encodings: a command the
+    model chooses can always print a secret it
     can read in a form no redactor knows; what keeps it safe is that the model's commands cannot read it (the child's
     environment, `hide_host_environment`)."""
     hexed = value.encode().hex()

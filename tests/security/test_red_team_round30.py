@@ -12,6 +12,14 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   the shell's own progress line showed each line of `xxd`, `fold -w8` or `base64 -w12` of a key. Now a tool's
   output stream shows no piece of a key form `FRAGMENT_MIN` (12) folded characters long (`Redactor.fragment_spans`).
 
+- under a user's rule allowing every shell command, what checks that a command writes no protected path missed code
+  it runs from settings it was given: `LESS=--lesskey-src=k less a` (less's options from the environment: a key file
+  whose `#env` section sets `LESSOPEN`, a command less runs, with no terminal too), `SHELL=./x flock l -c true`
+  (`flock -c`, `script`, `parallel` run `$SHELL`), `MANOPT`, `SYSTEMD_PAGER`, `PARALLEL_SHELL`; less's `+` commands
+  (`less '+!touch .envrc' a`, on a terminal: the Gemini CLI's shell may be one); and bash's `source x.sh` / `. x.sh`,
+  where `bash x.sh` was already asked. Now they are code variables (`_shell_syntax.CODE_VARIABLES`), an `unsafe_words`
+  pattern of less, and `[[input_writer]]` names.
+
 Left, measured: `od -tu4` (32-bit decimal words), compression (`gzip | base64`), ascii85, z85, uuencode, every other
 character, a key's characters doubled: a command the model chooses can still print a secret it can read in a form no
 redactor knows.
@@ -26,6 +34,8 @@ from typing import Any
 import pytest
 
 from unified._redaction import FRAGMENT_MIN, REDACTED, SplitGuard, redactor
+from unified.tools import Decision, Policy, ToolCall, ToolRuntime, _protected
+from unified.tools import _shell_syntax as syntax
 
 pytestmark = [pytest.mark.anyio, pytest.mark.unit]
 
@@ -260,3 +270,63 @@ def test_ordinary_tool_output_streams_as_it_is(lines: list[str]) -> None:
     """Pin: a tool's output holding no piece of a key is shown as it came, line by line."""
     guard = SplitGuard(redactor(env={}, extra=[KEY, LONG]), fragments=True)
     assert "".join(guard.feed(line) for line in lines) + guard.release() == "".join(lines)
+
+
+# 3. code a command runs from the settings it is given, under an allow rule
+
+EVERY_COMMAND = '[[rule]]\nname = "user-shell"\ntoolName = "run_shell_command"\ndecision = "allow"\n'
+
+
+def _unasked(ws: Any, command: str) -> bool:
+    """Whether `command` runs unasked under the rule allowing every shell command: the policy allows it and it
+    writes no protected path (`_protected.shell_protected`), as `test_protected_shell_attacks` judges."""
+    verdict = Policy.default().with_toml(EVERY_COMMAND).evaluate("run_shell_command", {"command": command}, "default")
+    return verdict.decision is Decision.ALLOW and _protected.shell_protected(syntax.parse(command), ws, (ws,)) is None
+
+
+SETTINGS_HOLES = [
+    "LESS=--lesskey-src=notes.txt less a.txt",
+    "LESS='-k notes.txt' less a.txt",
+    "export LESS=--lesskey-src=notes.txt; less a.txt",
+    "env LESS=-knotes.txt less a.txt",
+    "SHELL=./x.sh flock /tmp/l -c true",
+    "export SHELL=./x.sh; script -q -c true /dev/null",
+    "MANOPT='-P ./x.sh' man ls",
+    "SYSTEMD_PAGER=./x.sh systemctl status",
+    "PARALLEL_SHELL=./x.sh parallel echo ::: a",
+    "less '+!touch .envrc' a.txt",
+    "less $'+/x\\n!touch .envrc\\n' a.txt",
+    "less '+|touch .envrc' a.txt",
+    "less ++!x a.txt",
+    "pager '+!touch .envrc' a.txt",
+    "source x.sh",
+    ". ./x.sh",
+    "source -- x.sh",
+]
+
+
+@pytest.mark.parametrize("command", SETTINGS_HOLES)
+def test_code_run_from_a_command_s_settings_is_asked(tmp_path: Any, command: str) -> None:
+    """SUCCEEDED before: each ran unasked under the rule allowing every command, though the code it runs (a key file's
+    LESSOPEN, `$SHELL`, less's `!`, a sourced script) may write any path (`bash x.sh` was asked)."""
+    assert not _unasked(tmp_path, command)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["less a.txt", "less +20 a.txt", "less +G a.txt", "less +F log.txt", "less +/needle a.txt", "less -N a.txt"],
+)
+def test_plain_less_still_runs_unasked(tmp_path: Any, command: str) -> None:
+    """Pin: less at a line, at the end, following, or at a search runs unasked as before."""
+    assert _unasked(tmp_path, command)
+
+
+async def test_the_runtime_asks_them_as_protected_writes(tmp_path: Any) -> None:
+    """The same through unified's own shell tool: each is put to the user (rule `protected-paths`), none runs."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    policy = Policy.default().with_toml(EVERY_COMMAND)
+    calls = [ToolCall(str(i), "run_shell_command", {"command": c}) for i, c in enumerate(SETTINGS_HOLES[:6])]
+    async with ToolRuntime(ws, approval_mode="default", policy=policy) as tools:
+        outcomes = await tools.run_batch(calls)
+    assert [o.decision.rule if o.decision else None for o in outcomes] == ["protected-paths"] * len(calls)
