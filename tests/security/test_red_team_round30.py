@@ -330,3 +330,55 @@ async def test_the_runtime_asks_them_as_protected_writes(tmp_path: Any) -> None:
     async with ToolRuntime(ws, approval_mode="default", policy=policy) as tools:
         outcomes = await tools.run_batch(calls)
     assert [o.decision.rule if o.decision else None for o in outcomes] == ["protected-paths"] * len(calls)
+
+
+# 4. a URL Node reads another way than urlsplit
+
+ALLOW_FETCH = '[[rule]]\ntoolName = "web_fetch"\ndecision = "allow"\npriority = 100\n'
+BACKSLASHED = [
+    "http://169.254.169.254\\@example.com/latest/meta-data/",
+    "http://127.0.0.1\\@example.com/",
+    "http://127.0.0.1:8080\\@example.com/admin",
+    "https://[::1]\\@example.com/",
+    "http://10.0.0.1\\x@example.com/",
+    "http:\\\\127.0.0.1\\",
+    "http://169.254.169.254\\\\@example.com/",
+    "HTTP://169.254.169.254\\@example.com/",
+    "http://example.com\\\\@169.254.169.254/",  # example.com to Node, the address to urlsplit: either is judged
+]
+
+
+@pytest.mark.parametrize("url", BACKSLASHED)
+async def test_a_claude_web_fetch_of_a_backslashed_url_is_asked(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    """SUCCEEDED before: urlsplit read the host after the `@` (example.com, public), while Node's URL parser, which
+    fetches it, reads a backslash as a slash: the host is the address before it (169.254.169.254, the cloud's
+    metadata service); under an allow rule for web_fetch the fetch ran unasked."""
+    from tests.security.test_red_team_round7 import _claude_answer
+    from unified import _urls
+
+    async def public(host: str, port: int) -> list[str]:
+        return ["93.184.215.14"]
+
+    monkeypatch.setattr(_urls, "_addresses", public)
+    body, decision = await _claude_answer(
+        tmp_path, "WebFetch", {"url": url, "prompt": "x"}, Policy.default().with_toml(ALLOW_FETCH)
+    )
+    assert body["behavior"] == "deny", body
+    assert decision.rule == "local-network"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/a\\b",
+        "https://example.com/?q=a\\@127.0.0.1",
+        "https://user\\x:pw@example.com/",
+    ],
+)
+def test_a_backslash_that_moves_no_host_here_is_left_alone(url: str) -> None:
+    """Pin: a backslash in the path or query names no other host."""
+    from unified._urls import local_target
+
+    assert local_target(url) is None

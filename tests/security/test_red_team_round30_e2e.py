@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -83,3 +84,33 @@ def test_e2e_flock_and_script_run_the_shell_their_variable_names(tmp_path: Path)
     for command in ("SHELL=./x flock l -c true", "SHELL=./x script -qc true /dev/null"):
         subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, check=False)
     assert (tmp_path / "pwned").read_text().split() == ["ran", "ran"]
+
+
+NODE_URLS = [
+    "http://169.254.169.254\\@example.com/latest/meta-data/",
+    "http://127.0.0.1:8080\\@example.com/admin",
+    "https://[::1]\\@example.com/",
+    "http:\\\\127.0.0.1\\",
+    "http://ex\tample.com/",
+    "http://0x7f.1/",
+    "http://2130706433/",
+    "http://example.com\\\\@169.254.169.254/",
+]
+
+
+def test_e2e_node_reads_each_url_s_host_as_unified_judges_it() -> None:
+    """The premise, measured with the Node the Claude CLI runs on: `new URL(u).hostname` is a host `_urls._hosts`
+    judges (round 30: Node read `169.254.169.254` where urlsplit read `example.com`)."""
+    from unified import _urls
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    script = "for (const u of JSON.parse(process.argv[1])) console.log(new URL(u).hostname)"
+    ran = subprocess.run([node, "-e", script, json.dumps(NODE_URLS)], capture_output=True, text=True, check=True)
+    for url, hostname in zip(NODE_URLS, ran.stdout.splitlines(), strict=True):
+        read = _urls._ip_address(hostname.strip("[]")) or hostname
+        judged = [_urls._ip_address(h) or h for h in _urls._hosts(url)]
+        assert read in judged, (url, hostname, judged)
+        if url != "http://ex\tample.com/":
+            assert _urls.local_target(url) is not None, url
