@@ -8,6 +8,7 @@ parser's own errors quote the parts a token may stand in.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import re
@@ -171,10 +172,16 @@ def _hosts(url: str) -> list[str]:
 
 
 def _host(parts: SplitResult) -> str:
-    """The host of `parts` as the URL parser reads it: percent-decoded, mapped as IDNA maps (`１２７。0.0.1` is
-    127.0.0.1), lower-cased, without its trailing dot."""
-    host = parts.hostname or ""
-    return unicodedata.normalize("NFKC", unquote(host)).casefold().translate(_DOTS).rstrip(".")
+    """The host of `parts` as the URL parser reads it: percent-decoded, mapped as IDNA maps (UTS 46: `１２７。0.0.1`
+    is 127.0.0.1, and the characters it ignores are taken out: round 30, `127.0.0.1\\u00ad` with a soft hyphen and
+    `local\\u00adhost` were 127.0.0.1 and localhost to Node, names to this), lower-cased, without its trailing dot. A
+    host IDNA refuses is read NFKC-normalized as before (Node refuses the URL: nothing is fetched)."""
+    import idna  # httpx's own dependency; imported only where a fetch is judged
+
+    host = unquote(parts.hostname or "")
+    with contextlib.suppress(idna.IDNAError, ValueError):
+        host = idna.uts46_remap(host, std3_rules=False, transitional=False)
+    return unicodedata.normalize("NFKC", host).casefold().translate(_DOTS).rstrip(".")
 
 
 _NOT_GLOBAL_V4 = (ipaddress.IPv4Network("192.0.0.0/24"),)

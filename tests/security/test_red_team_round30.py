@@ -382,3 +382,31 @@ def test_a_backslash_that_moves_no_host_here_is_left_alone(url: str) -> None:
     from unified._urls import local_target
 
     assert local_target(url) is None
+
+
+IGNORED_BY_IDNA = [
+    "http://127.0.0.1\u00ad/",  # a soft hyphen
+    "http://127\u200b.0.0.1/",  # a zero-width space
+    "http://local\u00adhost/",
+    "http://169.254.169.254\ufe0f/",  # a variation selector
+    "http://metadata.google\u00ad.internal/",
+    "http://127\u2060.0.0.1/",  # a word joiner
+    "http://0x7f\u200b.1/",
+]
+
+
+@pytest.mark.parametrize("url", IGNORED_BY_IDNA)
+def test_a_host_with_a_character_idna_ignores_is_read_without_it(url: str) -> None:
+    """SUCCEEDED before: NFKC keeps a soft hyphen, a zero-width space, a word joiner or a variation selector, so the
+    host was a public-looking name; Node's parser maps the host as UTS 46 does, which takes them out: 127.0.0.1,
+    localhost, the metadata service."""
+    from unified._urls import local_target
+
+    assert local_target(url) is not None
+
+
+def test_a_public_name_with_one_stays_public() -> None:
+    """Pin: `exa\\u00admple.com` is example.com to IDNA, a public name."""
+    from unified._urls import local_target
+
+    assert local_target("http://exa\u00admple.com/") is None
