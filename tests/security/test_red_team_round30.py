@@ -18,7 +18,11 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   (`flock -c`, `script`, `parallel` run `$SHELL`), `MANOPT`, `SYSTEMD_PAGER`, `PARALLEL_SHELL`; less's `+` commands
   (`less '+!touch .envrc' a`, on a terminal: the Gemini CLI's shell may be one); and bash's `source x.sh` / `. x.sh`,
   where `bash x.sh` was already asked. Now they are code variables (`_shell_syntax.CODE_VARIABLES`), an `unsafe_words`
-  pattern of less, and `[[input_writer]]` names.
+  pattern of less, and `[[input_writer]]` names;
+- Claude Code's WebFetch of `http://169.254.169.254\\@example.com/` or `http://127.0.0.1\\u00ad/` ran unasked under a
+  rule allowing web_fetch: urlsplit read example.com (the backslash in the user name) and NFKC kept the soft hyphen,
+  where Node's parser, which fetches it, reads a backslash as a slash and takes out what IDNA ignores. Now
+  `_urls._hosts` judges both readings.
 
 Left, measured: `od -tu4` (32-bit decimal words), compression (`gzip | base64`), ascii85, z85, uuencode, every other
 character, a key's characters doubled: a command the model chooses can still print a secret it can read in a form no
