@@ -414,3 +414,35 @@ def test_a_public_name_with_one_stays_public() -> None:
     from unified._urls import local_target
 
     assert local_target("http://exa\u00admple.com/") is None
+
+
+class _Chunks:
+    """A server's stderr, read a piece at a time (what `_pass_on_stderr` iterates)."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self._pieces = pieces
+
+    def __aiter__(self) -> Any:
+        return self._iterate()
+
+    async def _iterate(self) -> Any:
+        for piece in self._pieces:
+            yield piece
+
+
+async def test_an_mcp_server_s_stderr_dump_shows_no_piece_of_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SUCCEEDED before: an MCP server's stderr, a dump line by line, was written to ours with the first lines of the
+    key's dump whole (its guard held back only a key form's beginning)."""
+    import anyio
+
+    from unified.tools import _mcp_transport
+
+    written: list[str] = []
+    monkeypatch.setattr(_mcp_transport, "_write_stderr", written.append)
+    lines = [line.encode() for line in STREAMED["xxd"].splitlines(keepends=True)]
+    done = anyio.Event()
+    clean = redactor(env={}, extra=[KEY])
+    await _mcp_transport._pass_on_stderr(_Chunks(lines), "s", clean, done, anyio.CancelScope())  # type: ignore[arg-type]
+    joined = "\n".join(_squeezed(piece) for piece in written)
+    for piece in _pieces_of(KEY):
+        assert piece not in joined, (piece, written)
