@@ -176,7 +176,7 @@ class Redactor:
     def _holds_loose(self, folded: str) -> bool:
         """Whether the folded text holds a `loose` form: first a look-up of its `_GRAM`-character pieces every `step`
         characters (any form, `step + _GRAM - 1` or more long, covers one of them), then, on a hit, a search for each
-        form (round 30: 47 forms a key; a search each over 4 KB of prose took 79 us, the look-ups 10)."""
+        form (round 30: 58 forms a key; 47 searched one by one over 4 KB of prose took 79 us, the look-ups 10)."""
         grams, step, lengths = self._loose_index
         # a short text: a search for each form costs less than the look-ups
         if len(folded) >= _GRAMS_FROM and grams.isdisjoint(
@@ -519,7 +519,7 @@ def _dump_views(text: str) -> list[tuple[str, list[int], bool]]:
         line = text[rest:line_end]
         parts = _DUMP_TEXT.match(line)
         if parts is None:
-            pieces = [(line, rest)]
+            pieces = [(line, rest), ("", rest), (line, rest)]
         elif parts[4] is not None:
             pieces = [(parts[4], rest + parts.start(4)), (parts[5], rest + parts.start(5)), (line, rest)]
         else:
@@ -594,12 +594,11 @@ def _printed_forms(value: str) -> list[str]:
     hex dumps with offsets (`xxd`, `hexdump -C`, `od -c`, `od -tx1`) are caught too (`Redactor.loose`, rounds 27
     and 29), and so are its bytes one by one in decimal, octal, hex with `x`, `0x` or `u00` before each, or in
     little-endian words (`_byte_forms`: `od -tu1`, `od -b`, `od -x`, `hexdump`, `xxd -i`, HTML entities, C escapes).
-    Since round 30 also 16- to 64-bit words (`od -d`, `od -o`, `od -tx4`, `od -tx8`), rot13, base32, reversed and
-    wrapped, UTF-16 (`_byte_forms`, `_text_forms`), and `xxd` with its lines joined (`_dump_lines`). Not caught
-    (measured): `od -tu4`, compression, ascii85, z85, uuencode, other ciphers and encodings of encodings: a command the
-    model chooses can always print a secret it
-    can read in a form no redactor knows; what keeps it safe is that the model's commands cannot read it (the child's
-    environment, `hide_host_environment`)."""
+    Since round 30 also 16- to 64-bit words (`od -d`, `od -o`, `od -tx4`, `od -tx8`, `od -D`, `od -l`), rot13,
+    base32, reversed and wrapped, UTF-16 (`_byte_forms`, `_text_forms`), and `xxd` with its lines joined
+    (`_dump_lines`). Not caught (measured): compression, ascii85, z85, uuencode, other ciphers and encodings of
+    encodings: a command the model chooses can always print a secret it can read in a form no redactor knows; what
+    keeps it safe is that the model's commands cannot read it (the child's environment, `hide_host_environment`)."""
     hexed = value.encode().hex()
     return [value.upper(), value.lower(), value[::-1], hexed, hexed.upper(), " ".join(value), "\n".join(value)]
 
@@ -609,7 +608,8 @@ def _byte_forms(data: bytes) -> list[str]:
     (`od -tu1`, `&#65;`), octal (`od -b`), each with `x`, `0x` or `u00` before its hex (`&#x41;`, `\\x41`, `xxd -i`,
     `\\u0041`), and hex in little-endian 16-bit words at either alignment (`od -x`, `hexdump`); since round 30 those
     words in decimal (`od -d`, as it prints them and as `hexdump -d` pads them to five digits) and octal (`od -o`,
-    `hexdump -o`), and little-endian 32- and 64-bit words in hex at each alignment (`od -tx4`, `od -tx8`)."""
+    `hexdump -o`), and little-endian 32- and 64-bit words at each alignment in hex (`od -tx4`, `od -tx8`) and in
+    decimal (`od -tu4`, `od -D`, `od -i`, `od -l`: a key's ASCII bytes make no negative word)."""
     words = _words(data, 2)
     return [
         "".join(map(str, data)),
@@ -619,6 +619,7 @@ def _byte_forms(data: bytes) -> list[str]:
         *("".join(f"{w:{pad}}" for w in aligned) for aligned in words for pad in ("", "05")),
         *("".join(f"{w:06o}" for w in aligned) for aligned in words),
         *("".join(f"{w:0{2 * size}x}" for w in aligned) for size in (4, 8) for aligned in _words(data, size)),
+        *("".join(map(str, aligned)) for size in (4, 8) for aligned in _words(data, size)),
     ]
 
 

@@ -3,10 +3,11 @@
 Holes (each test marked SUCCEEDED before fails on the code before its fix):
 
 - a key printed as 16-bit decimal words (`od -d`, `hexdump -d`), 16-bit octal words (`od -o`, `hexdump -o`), 32- or
-  64-bit hex words (`od -tx4`, `od -tx8`), rot13, base32, reversed and wrapped (`rev | fold`), the hex of its UTF-16,
-  or an `xxd` dump whose lines were joined (`xxd | paste -s`, `xxd | tr -d '\\n'`) reached the tool's result and the
-  events whole. Now `_redaction._byte_forms`, `_text_forms`, and `_dump_lines` reading an `xxd` offset inside a line;
-  `hexdump -d`'s columns, two spaces and more apart, are read whole too (`_dump_views`);
+  64-bit words in hex or decimal (`od -tx4`, `od -tx8`, `od -D`, `od -l`), rot13, base32, reversed and wrapped (`rev |
+  fold`), the hex of its UTF-16, or an `xxd` dump whose lines were joined (`xxd | paste -s`, `xxd | tr -d '\\n'`)
+  reached the tool's result and the events whole. Now `_redaction._byte_forms`, `_text_forms`, and `_dump_lines`
+  reading an `xxd` offset inside a line; a dump's lines are read whole too (`_dump_views`: `hexdump -d`'s columns,
+  two spaces and more apart, are no text column);
 - a dump streamed line by line (`xxd`, `od -c`, `hexdump -C`, `od -x`) showed its first lines, a third of the key in
   hex and as text, in `tool_progress` events before the line that completed it (the result was redacted whole), and
   the shell's own progress line showed each line of `xxd`, `fold -w8` or `base64 -w12` of a key. Now a tool's
@@ -24,7 +25,7 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   where Node's parser, which fetches it, reads a backslash as a slash and takes out what IDNA ignores. Now
   `_urls._hosts` judges both readings.
 
-Left, measured: `od -tu4` (32-bit decimal words), compression (`gzip | base64`), ascii85, z85, uuencode, every other
+Left, measured: compression (`gzip | base64`), ascii85, z85, uuencode, every other
 character, a key's characters doubled: a command the model chooses can still print a secret it can read in a form no
 redactor knows.
 """
@@ -95,6 +96,9 @@ FORMS = {
     "od -o": _od(_KEYED, 2, "06o", 6),
     "od -An -tx4": _od(_KEYED, 4, "08x", 8, offsets=False),
     "od -An -tx8": _od(_KEYED, 8, "016x", 16, offsets=False),
+    "od -D (32-bit decimal words)": _od(_KEYED, 4, "d", 10),
+    "od -l (64-bit decimal words)": _od(_KEYED, 8, "d", 20),
+    "od -An -tu4": _od(_KEYED, 4, "d", 10, offsets=False),
     "hexdump -d": _hexdump(_KEYED, "05d"),
     "hexdump -o": _hexdump(_KEYED, "06o"),
     "rot13": codecs.encode(_TEXT, "rot13"),

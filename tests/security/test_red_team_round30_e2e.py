@@ -24,6 +24,8 @@ KEY = "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
         "od -o",
         "od -An -tx4",
         "od -An -tx8",
+        "od -D",
+        "od -l",
         "hexdump -d",
         "hexdump -o",
         "tr A-Za-z N-ZA-Mn-za-m",
