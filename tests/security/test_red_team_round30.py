@@ -450,3 +450,19 @@ async def test_an_mcp_server_s_stderr_dump_shows_no_piece_of_the_key(monkeypatch
     joined = "\n".join(_squeezed(piece) for piece in written)
     for piece in _pieces_of(KEY):
         assert piece not in joined, (piece, written)
+
+
+def test_a_piece_is_found_anywhere_in_a_long_message() -> None:
+    """Pin (`Redactor.fragment_spans` looks at every fifth position first): a piece of the key 12 to 20 characters
+    long at any offset of a long build log is found where it stands, and the log around it is left alone."""
+    clean = redactor(env={}, extra=[KEY])
+    log = "".join(f"step {n} ok, module {n * 7}\n" for n in range(5000))
+    assert clean.fragment_spans(log) == []
+    hexed = KEY.encode().hex()
+    for shift in range(5):
+        for size in (FRAGMENT_MIN, 15, 20):
+            piece = hexed[3 + shift : 3 + shift + size]
+            at = len(log) // 2 + shift
+            text = f"{log[:at]} {piece} {log[at:]}"
+            assert clean.fragment_spans(text) == [(at + 1, at + 1 + size)], (shift, size)
+            assert clean.fragment_spans(f"{log[:at]} {piece[1:]} {log[at:]}") == [] or size > FRAGMENT_MIN
