@@ -29,6 +29,8 @@ characters it is still the secret (API keys and tokens are this long), never a c
 from __future__ import annotations
 
 import base64
+import bisect
+import codecs
 import functools
 import os
 import re
@@ -167,10 +169,97 @@ class Redactor:
         as `unified sessions show --json` or a cassette writes a wrapped key), or in a hex dump's columns of it."""
         if len(text) < len(self.loose[-1]):
             return False
-        folded = _fold(text)
-        if any(map(folded.__contains__, self.loose)):
+        if self._holds_loose(_fold(text)):
             return True
-        return any(any(map(view.__contains__, self.loose)) for view, _, _ in _dump_views(text))
+        return any(self._holds_loose(view) for view, _, _ in _dump_views(text))
+
+    def _holds_loose(self, folded: str) -> bool:
+        """Whether the folded text holds a `loose` form: first a look-up of its `_GRAM`-character pieces every `step`
+        characters (any form, `step + _GRAM - 1` or more long, covers one of them), then, on a hit, a search for each
+        form (round 30: 58 forms a key; 47 searched one by one over 4 KB of prose took 79 us, the look-ups 10)."""
+        grams, step, lengths = self._loose_index
+        # a short text: a search for each form costs less than the look-ups
+        if len(folded) >= _GRAMS_FROM and grams.isdisjoint(
+            [folded[at : at + _GRAM] for at in range(0, len(folded) - _GRAM + 1, step)]
+        ):
+            return False
+        fitting = self.loose[bisect.bisect_left(lengths, -len(folded)) :]  # none longer than the text
+        return any(map(folded.__contains__, fitting))
+
+    @functools.cached_property
+    def _loose_index(self) -> tuple[frozenset[str], int, list[int]]:
+        """Every `_GRAM`-character piece of the `loose` forms, the step `_holds_loose` reads a text's pieces at, and
+        the forms' lengths, negated (ascending, as the forms are longest first)."""
+        grams = frozenset(form[at : at + _GRAM] for form in self.loose for at in range(len(form) - _GRAM + 1))
+        return grams, len(self.loose[-1]) - _GRAM + 1, [-len(form) for form in self.loose]
+
+    @functools.cached_property
+    def _fragment_grams(self) -> frozenset[str]:
+        """Every `FRAGMENT_MIN`-character piece of the `loose` forms: what `fragment_spans` looks for."""
+        return frozenset(
+            form[at : at + FRAGMENT_MIN] for form in self.loose for at in range(len(form) - FRAGMENT_MIN + 1)
+        )
+
+    def fragment_spans(self, text: str) -> list[tuple[int, int]]:
+        """Where `text` shows a piece of a `loose` form `FRAGMENT_MIN` folded characters long or longer, as written or
+        down a hex dump's columns (then its lines whole): a key's output still streaming (round 30: `xxd` of a key, a
+        line a `tool_progress` piece, showed its first lines, a third of the key in hex and as text, before the line
+        that completed it; only the whole key was replaced)."""
+        if not self.loose or len(text) < FRAGMENT_MIN:
+            return []
+        spans: list[tuple[int, int]] = []
+        runs = self._fragment_runs(_fold(text))
+        if runs:  # rare: where its characters stand
+            _, starts = _folded_view(text)
+            spans += [(starts[begin], starts[end - 1] + 1) for begin, end in runs]
+        for view, starts, _ in _dump_views(text):
+            for begin, end in self._fragment_runs(view):
+                first, last = starts[begin], starts[end - 1] + 1
+                spans.append((text.rfind("\n", 0, first) + 1, _line_end(text, last)))
+        return spans
+
+    def _fragment_runs(self, folded: str) -> list[tuple[int, int]]:
+        """The runs of `folded` (begin, end) made of pieces `FRAGMENT_MIN` long of the `loose` forms. Looked for at
+        every fifth position by its `_GRAM`-character piece (`_loose_index`: any run covers one there), and only where
+        one is found position by position: 1.3 MB of build output without any, 50 ms (a set of every 12-character
+        piece took 1.2 s)."""
+        grams, sampled = self._fragment_grams, self._loose_index[0]
+        runs: list[tuple[int, int]] = []
+        covered = 0
+        for sample in range(0, len(folded) - _GRAM + 1, FRAGMENT_MIN - _GRAM + 1):
+            if sample < covered or folded[sample : sample + _GRAM] not in sampled:
+                continue
+            for at in range(max(sample - FRAGMENT_MIN + _GRAM, covered), sample + 1):
+                if folded[at : at + FRAGMENT_MIN] in grams:
+                    end = at + 1
+                    while folded[end : end + FRAGMENT_MIN] in grams:  # a piece cut by the text's end is none
+                        end += 1
+                    covered = end + FRAGMENT_MIN - 1
+                    runs.append((at, covered))
+                    break
+        return runs
+
+    @functools.cached_property
+    def _loose_secrets(self) -> Redactor:
+        """The `loose` forms as secrets to hold back the beginning of, in a text folded (`_fold`)."""
+        return _plain(self.loose)
+
+    def loose_hold(self, text: str, shown: int) -> int:
+        """How much of `text`'s end to hold back because, folded (`_fold`), it begins a `loose` form (round 27:
+        `fold -w10` of a key, one line a `tool_progress` piece, showed every line but the last before the last
+        arrived; round 29: a key re-cased at random, or with a tab after each character, split anywhere, showed its
+        first half); at most what was not shown before (`shown` characters were). Looked for in the last six times the
+        longest form's length: room for a separator of up to five characters after each of its characters (`['A',
+        'I', ...]`, `od -c`'s columns)."""
+        if not self.loose:
+            return 0
+        start = max(len(text) - 6 * len(self.loose[0]), shown)
+        folded = _fold(text[start:])
+        size = self._loose_secrets.partial_suffix(folded, SPLIT_HOLD_MIN)
+        if not size:
+            return 0
+        _, starts = _folded_view(text[start:])  # where the held form begins (rare: a hold)
+        return len(text) - start - starts[len(folded) - size]
 
     def _plain_in(self, text: str) -> bool:
         held = self.held
@@ -252,13 +341,17 @@ class Redactor:
         out.append(text[position:])
         return "".join(out)
 
-    def window(self, text: str, start: int, replacement: str = REDACTED) -> str:
+    def window(self, text: str, start: int, replacement: str = REDACTED, *, fragments: bool = False) -> str:
         """`text[start:]` with its secrets replaced, counting those that begin before `start`: a
         secret that straddles `start` is replaced whole (its replacement opens the result). The
-        tool of a bounded buffer: the text before `start` is context that is not shown again."""
-        if self.pattern is None or not self.found_in(text):
+        tool of a bounded buffer: the text before `start` is context that is not shown again.
+        With `fragments`, every piece of a `loose` form too (`fragment_spans`): a tool's output still streaming."""
+        if self.pattern is None:
             return text[start:]
-        spans = [match.span() for match in self.pattern.finditer(text)]
+        spans = self.fragment_spans(text) if fragments else []
+        if not spans and not self.found_in(text):
+            return text[start:]
+        spans += [match.span() for match in self.pattern.finditer(text)]
         if self.loose and self._loose_in(text):  # a loose form begun before `start` too (round 29)
             spans += self._loose_spans(text)
         return self(_spliced(text, spans, start, replacement), replacement)
@@ -352,6 +445,10 @@ _SHAPE = bytes(
 are, anything else `.` (a text encoded with one `?` for each character that is no ASCII: its positions stay)."""
 _KEPT = re.compile(r"[0-9A-Za-z]+")
 _LOOSE_MIN = 16
+_GRAM = 8
+"""The length of the pieces of the `loose` forms `Redactor._holds_loose` looks up before it searches for them."""
+_GRAMS_FROM = 64
+"""A folded text this long is looked up by its pieces first (`Redactor._holds_loose`); a shorter one searched."""
 """A folded form shorter than this is not looked for: a secret of punctuation mostly folds to too little to tell."""
 _DUMP_TEXT = re.compile(r"^(.*?)\s*(?:\|(.*)\||>(.*)<)\s*$|^([0-9A-Fa-f]{2,}(?: [0-9A-Fa-f]{2,})*) {2,}(.+)$")
 """A dump line's bytes and its text column: `hexdump -C`'s `|...|`, `od -tx1z`'s `>...<`, `xxd`'s after two spaces."""
@@ -369,8 +466,10 @@ def _dump_lines(text: str) -> list[tuple[int, int]]:
     """Where the lines of a hex dump in `text` (`xxd`, `hexdump -C`, `od -c`, `od -tx1`) show their bytes: after an
     offset (six or more hex digits, at a line's beginning or after a space: `printf 'k: '; xxd`, then `:` or not, then
     spaces), to the line's end. Found on `_SHAPE`, with substring searches (most text has no six hex digits in a row:
-    one `bytes.translate` and one search; a regular expression took 300 us for 4 KB)."""
-    if "\n" not in text:  # one line: its offset cuts no key, which the folded text then shows whole
+    one `bytes.translate` and one search; a regular expression took 300 us for 4 KB). An `xxd` offset (eight hex
+    digits, `:`, a space) inside such a line begins another (round 30: `xxd | paste -s`, `xxd | tr -d '\\n'` joined
+    the lines, and the offsets then cut the key in one line)."""
+    if "\n" not in text and ": " not in text:  # one line and no xxd offset: none cuts a key the folded text shows
         return []
     shape = text.encode("ascii", "replace").translate(_SHAPE)
     size = len(shape)
@@ -388,6 +487,14 @@ def _dump_lines(text: str) -> list[tuple[int, int]]:
                 rest += 1
             line_end = shape.find(b"\n", rest)
             line_end = size if line_end < 0 else line_end
+            joined = shape.find(b"hhhhhhhh: ", rest, line_end)
+            while joined >= 0:
+                if rest < joined:
+                    found.append((rest, joined))
+                rest = joined + 10
+                while rest < line_end and shape[rest] == 0x20:
+                    rest += 1
+                joined = shape.find(b"hhhhhhhh: ", rest, line_end)
             if rest < line_end:
                 found.append((rest, line_end))
             end = line_end
@@ -410,19 +517,20 @@ def _folded_view(text: str) -> tuple[str, list[int]]:
 def _dump_views(text: str) -> list[tuple[str, list[int], bool]]:
     """A hex dump's bytes and its text column, each read down its lines without the offsets (which cut the key's
     hex every 16 bytes in `xxd`, and the key every 16 characters in `od -c`), folded, with where each character stands
-    in `text`; `True`: a match replaces the dump's lines whole."""
-    columns: tuple[tuple[list[str], list[int]], tuple[list[str], list[int]]] = (([], []), ([], []))
+    in `text`; `True`: a match replaces the dump's lines whole. A line read as bytes and a text column is also read
+    whole (round 30: `hexdump -d`'s `   25963   15737` is no text column after two spaces)."""
+    columns: tuple[tuple[list[str], list[int]], ...] = (([], []), ([], []), ([], []))
     for rest, line_end in _dump_lines(text):
         line = text[rest:line_end]
         parts = _DUMP_TEXT.match(line)
         if parts is None:
-            pieces = [(line, rest)]
+            pieces = [(line, rest), ("", rest), (line, rest)]
         elif parts[4] is not None:
-            pieces = [(parts[4], rest + parts.start(4)), ("", 0), (parts[5], rest + parts.start(5))]
+            pieces = [(parts[4], rest + parts.start(4)), (parts[5], rest + parts.start(5)), (line, rest)]
         else:
             which = 2 if parts[2] is not None else 3
-            pieces = [(parts[1], rest), ("", 0), (parts[which], rest + parts.start(which))]
-        for (chars, starts), (piece, at) in zip(columns, pieces[::2], strict=False):
+            pieces = [(parts[1], rest), (parts[which], rest + parts.start(which)), (line, rest)]
+        for (chars, starts), (piece, at) in zip(columns, pieces, strict=False):
             for match in _KEPT.finditer(piece):
                 chars.append(match[0].lower())
                 starts += range(at + match.start(), at + match.end())
@@ -491,10 +599,11 @@ def _printed_forms(value: str) -> list[str]:
     hex dumps with offsets (`xxd`, `hexdump -C`, `od -c`, `od -tx1`) are caught too (`Redactor.loose`, rounds 27
     and 29), and so are its bytes one by one in decimal, octal, hex with `x`, `0x` or `u00` before each, or in
     little-endian words (`_byte_forms`: `od -tu1`, `od -b`, `od -x`, `hexdump`, `xxd -i`, HTML entities, C escapes).
-    Not caught (measured, round 29): a dump whose lines were joined or cut again, 16-bit decimal words (`od -d`),
-    `rot13` and other ciphers, other encodings of encodings: a command the model chooses can always print a secret it
-    can read in a form no redactor knows; what keeps it safe is that the model's commands cannot read it (the child's
-    environment, `hide_host_environment`)."""
+    Since round 30 also 16- to 64-bit words (`od -d`, `od -o`, `od -tx4`, `od -tx8`, `od -D`, `od -l`), rot13,
+    base32, reversed and wrapped, UTF-16 (`_byte_forms`, `_text_forms`), and `xxd` with its lines joined
+    (`_dump_lines`). Not caught (measured): compression, ascii85, z85, uuencode, other ciphers and encodings of
+    encodings: a command the model chooses can always print a secret it can read in a form no redactor knows; what
+    keeps it safe is that the model's commands cannot read it (the child's environment, `hide_host_environment`)."""
     hexed = value.encode().hex()
     return [value.upper(), value.lower(), value[::-1], hexed, hexed.upper(), " ".join(value), "\n".join(value)]
 
@@ -502,14 +611,43 @@ def _printed_forms(value: str) -> list[str]:
 def _byte_forms(data: bytes) -> list[str]:
     """What a dump or an escape prints of `data`'s bytes one by one, as `_fold` leaves it (round 29): decimal
     (`od -tu1`, `&#65;`), octal (`od -b`), each with `x`, `0x` or `u00` before its hex (`&#x41;`, `\\x41`, `xxd -i`,
-    `\\u0041`), and hex in little-endian 16-bit words at either alignment (`od -x`, `hexdump`)."""
-    words = ["".join(data[at : at + 2][::-1].hex() for at in range(start, len(data) - 1, 2)) for start in (0, 1)]
+    `\\u0041`), and hex in little-endian 16-bit words at either alignment (`od -x`, `hexdump`); since round 30 those
+    words in decimal (`od -d`, as it prints them and as `hexdump -d` pads them to five digits) and octal (`od -o`,
+    `hexdump -o`), and little-endian 32- and 64-bit words at each alignment in hex (`od -tx4`, `od -tx8`) and in
+    decimal (`od -tu4`, `od -D`, `od -i`, `od -l`: a key's ASCII bytes make no negative word)."""
+    words = _words(data, 2)
     return [
         "".join(map(str, data)),
         "".join(f"{b:03o}" for b in data),
         *("".join(f"{prefix}{b:02x}" for b in data) for prefix in ("x", "0x", "u00")),
-        *words,
+        *("".join(f"{w:04x}" for w in aligned) for aligned in words),
+        *("".join(f"{w:{pad}}" for w in aligned) for aligned in words for pad in ("", "05")),
+        *("".join(f"{w:06o}" for w in aligned) for aligned in words),
+        *("".join(f"{w:0{2 * size}x}" for w in aligned) for size in (4, 8) for aligned in _words(data, size)),
+        *("".join(map(str, aligned)) for size in (4, 8) for aligned in _words(data, size)),
     ]
+
+
+def _words(data: bytes, size: int) -> list[list[int]]:
+    """`data`'s little-endian words of `size` bytes (as `od` and `hexdump` read them on this machine) at each
+    alignment: the whole words its bytes alone decide, wherever it stands in what is dumped."""
+    return [
+        [int.from_bytes(data[at : at + size], "little") for at in range(start, len(data) - size + 1, size)]
+        for start in range(size)
+    ]
+
+
+def _text_forms(value: str) -> list[str]:
+    """Other spellings one short command prints a secret in (round 30): reversed (`rev | fold`, `fold -w1 | tac`),
+    rot13 (`tr A-Za-z N-ZA-Mn-za-m`), base32 (`base32`, at each of its 5 alignments: the characters the secret's bytes
+    alone decide, as `_base64_forms`), and the hex of its UTF-16 (`iconv -t utf-16le | xxd -p`), both byte orders."""
+    data = value.encode()
+    forms = [value[::-1], codecs.encode(value, "rot13")]
+    for offset in range(5):
+        encoded = base64.b32encode(b"\0" * offset + data).decode("ascii")
+        forms.append(encoded[-(-8 * offset // 5) : 8 * (offset + len(data)) // 5])
+    forms += [value.encode("utf-16-le").hex(), value.encode("utf-16-be").hex()]
+    return forms
 
 
 def _pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
@@ -537,7 +675,7 @@ def _loose_forms(values: tuple[str, ...]) -> tuple[str, ...]:
         if len(value) >= ANYWHERE_LENGTH:
             inner = _base64_forms(value)  # a URL-safe one folds as its standard one does: only those are encoded
             outer = (form for core in inner if "-" not in core and "_" not in core for form in _base64_forms(core))
-            forms = [value, value.encode().hex(), *inner, *outer, *_byte_forms(value.encode())]
+            forms = [value, value.encode().hex(), *inner, *outer, *_byte_forms(value.encode()), *_text_forms(value)]
             found.update(folded for form in forms if len(folded := _fold(form)) >= _LOOSE_MIN)
     return tuple(sorted(found, key=lambda v: (-len(v), v)))
 
@@ -857,6 +995,16 @@ def run_secrets(params: _Params) -> list[str]:
 SPLIT_HOLD_MIN = 4
 """A stream holds back the end of a piece that begins a secret only from this many characters on."""
 
+FRAGMENT_MIN = 12
+"""A tool's streamed output shows no piece this long (folded: `_fold`) of a `loose` form (`Redactor.fragment_spans`):
+at 12, a piece of the decimal forms (`od -tu1`, ten digits each) in a text of digits is a chance of one in 10^12 for
+each of a key's some 4,000 pieces; a shorter piece, 11 characters of a hex form or a key, may be shown."""
+
+FRAGMENT_CONTEXT = 256
+"""The characters a tool's output stream keeps of what it showed, to read a piece with (`SplitGuard`): the two or three
+lines of a dump before it (`xxd`'s are 68 characters), whose text column, read down with the piece's, shows a piece of
+the key that neither line shows alone."""
+
 
 class SplitGuard:
     """Catches a secret split across the consecutive pieces of one text stream (text deltas,
@@ -870,17 +1018,17 @@ class SplitGuard:
     be shown before the rest arrives; a secret shown in one piece, or split anywhere else, never.
     """
 
-    def __init__(self, redactor: Redactor) -> None:
+    def __init__(self, redactor: Redactor, *, fragments: bool = False) -> None:
         redactor = redactor.streamed()
         self._redactor = redactor
+        self._fragments = fragments and bool(redactor.loose)
+        """A tool's output (`tool_progress`): every piece of a `loose` form is replaced too (`fragment_spans`), with
+        at least `FRAGMENT_CONTEXT` characters of what was shown kept as context (the dump lines before the piece)."""
         self._keep = max((len(v) for v in redactor.values), default=1)
+        if self._fragments:
+            self._keep = max(self._keep, FRAGMENT_CONTEXT)
         self._tail = ""
         self._held = ""
-        self._loose = _plain(redactor.loose) if redactor.loose else None
-        """The `loose` forms as secrets to hold back the beginning of, in a text folded (`_fold`)."""
-        self._loose_keep = 6 * len(redactor.loose[0]) if redactor.loose else 0
-        """How far back a loose form's beginning is looked for: room for a separator of up to five characters after
-        each of its characters (`['A', 'I', ...]`, `od -c`'s columns)."""
 
     def feed(self, piece: str) -> str:
         tail = self._tail
@@ -889,27 +1037,13 @@ class SplitGuard:
         # a beginning of a secret already shown (shorter than SPLIT_HOLD_MIN then) holds its rest
         hold = 0 if hold < SPLIT_HOLD_MIN else min(hold, len(combined) - len(tail))
         # what was shown is not held back again
-        if not hold and self._loose is not None:
-            hold = self._wrapped_hold(combined, len(tail))
+        if not hold:
+            hold = self._redactor.loose_hold(combined, len(tail))
         shown_until = len(combined) - hold
         visible = combined[:shown_until]  # all of it, not a copy, when nothing is held
         self._held = combined[shown_until:]
         self._tail = visible[-self._keep :]
-        return self._redactor.window(visible, len(tail))
-
-    def _wrapped_hold(self, text: str, shown: int) -> int:
-        """How much of `text`'s end to hold back because, folded (`_fold`), it begins a `loose` form (round 27:
-        `fold -w10` of a key, one line a `tool_progress` piece, showed every line but the last before the last
-        arrived; round 29: a key re-cased at random, or with a tab after each character, split anywhere, showed its
-        first half); at most what was not shown before (`shown` characters were)."""
-        assert self._loose is not None
-        start = max(len(text) - self._loose_keep, shown)
-        folded = _fold(text[start:])
-        size = self._loose.partial_suffix(folded, SPLIT_HOLD_MIN)
-        if not size:
-            return 0
-        _, starts = _folded_view(text[start:])  # where the held form begins (rare: a hold)
-        return len(text) - start - starts[len(folded) - size]
+        return self._redactor.window(visible, len(tail), fragments=self._fragments)
 
     def follow(self, other: SplitGuard) -> None:
         """This stream's next piece comes right after what `other`, another stream, showed last (a

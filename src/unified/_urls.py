@@ -8,12 +8,13 @@ parser's own errors quote the parts a token may stand in.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import re
 import socket
 import unicodedata
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 import anyio
 
@@ -119,13 +120,21 @@ def local_target(url: str) -> str | None:
     host is read as a WHATWG URL parser (Node's, the Claude CLI's) reads it: `127.1`, `2130706433`, `0x7f.0.0.1`
     and `0177.0.0.1` are all 127.0.0.1, and `[::ffff:a9fe:a9fe]` is 169.254.169.254. A name is not looked up
     (its answer may change by the time the fetch resolves it): one of the names above, or one carrying four
-    numbers that wildcard DNS answers with, counts; any other public name does not."""
+    numbers that wildcard DNS answers with, counts; any other public name does not. Where Node's parser and
+    urlsplit read two hosts (`_hosts`), each is judged."""
     try:
-        host = urlsplit(url.strip()).hostname or ""
+        hosts = _hosts(url)
     except ValueError:
         return "its host cannot be read"
-    # as the URL parser does before reading it: percent-decoded, mapped as IDNA maps (`１２７。0.0.1` is 127.0.0.1)
-    host = unicodedata.normalize("NFKC", unquote(host)).casefold().translate(_DOTS).rstrip(".")
+    for host in hosts:
+        reason = _local_host(host)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _local_host(host: str) -> str | None:
+    """Why a fetch of `host` (as `_host` reads it) may reach this machine or its network, or None (`local_target`)."""
     if not host:
         return "it names no host"
     address = _ip_address(host)
@@ -138,6 +147,41 @@ def local_target(url: str) -> str | None:
         if address is not None and _local(address):
             return f"its host {host} resolves to {address} through wildcard DNS"
     return None
+
+
+_C0_OR_SPACE = "".join(map(chr, range(0x21)))
+_TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")
+
+
+def _split(url: str) -> SplitResult:
+    """`url` split as the WHATWG URL standard reads it (Node's `new URL`, the Claude CLI's WebFetch): C0 controls and
+    spaces at either end and every tab or line break taken out, and in an http(s) URL each backslash read as a slash
+    (round 30: `http://169.254.169.254\\@example.com/` is 169.254.169.254 to Node, and was example.com to urlsplit,
+    which read `169.254.169.254\\` as a user name; `http://\\127.0.0.1/` named no host to it, 127.0.0.1 to Node)."""
+    url = url.strip(_C0_OR_SPACE).translate(_TAB_OR_NEWLINE)
+    if url[:6].lower().startswith(("http:", "https:")):
+        url = url.replace("\\", "/")
+    return urlsplit(url)
+
+
+def _hosts(url: str) -> list[str]:
+    """The hosts `url` names: as Node's parser reads it (`_split`) and as urlsplit reads it as written, one when they
+    agree. Both are judged (fail closed): what fetches it is Node's, and a client that reads it the other way still
+    finds the other (`http://evil.example\\@127.0.0.1/` is evil.example to Node, 127.0.0.1 to urlsplit)."""
+    return list(dict.fromkeys((_host(_split(url)), _host(urlsplit(url.strip())))))
+
+
+def _host(parts: SplitResult) -> str:
+    """The host of `parts` as the URL parser reads it: percent-decoded, mapped as IDNA maps (UTS 46: `１２７。0.0.1`
+    is 127.0.0.1, and the characters it ignores are taken out: round 30, `127.0.0.1\\u00ad` with a soft hyphen and
+    `local\\u00adhost` were 127.0.0.1 and localhost to Node, names to this), lower-cased, without its trailing dot. A
+    host IDNA refuses is read NFKC-normalized as before (Node refuses the URL: nothing is fetched)."""
+    import idna  # httpx's own dependency; imported only where a fetch is judged
+
+    host = unquote(parts.hostname or "")
+    with contextlib.suppress(idna.IDNAError, ValueError):
+        host = idna.uts46_remap(host, std3_rules=False, transitional=False)
+    return unicodedata.normalize("NFKC", host).casefold().translate(_DOTS).rstrip(".")
 
 
 _NOT_GLOBAL_V4 = (ipaddress.IPv4Network("192.0.0.0/24"),)
@@ -220,13 +264,21 @@ async def resolves_locally(url: str) -> str | None:
     global. With a proxy set the proxy resolves the name, so a failure here says nothing and is not asked. The fetch
     resolves the name again: a name whose answer changes between the two (DNS rebinding) is not caught here."""
     try:
-        parts = urlsplit(url.strip())
-        host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+        parts = _split(url)
+        hosts, port = _hosts(url), parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         return "its host cannot be read"
-    host = unicodedata.normalize("NFKC", unquote(host)).casefold().translate(_DOTS).rstrip(".")
-    if not host or _ip_address(host) is not None:
-        return None  # an address is judged as written (`local_target`)
+    for host in hosts:
+        if host and _ip_address(host) is None:  # an address is judged as written (`local_target`)
+            reason = await _resolved_locally(host, port)
+            if reason is not None:
+                return reason
+    return None
+
+
+async def _resolved_locally(host: str, port: int) -> str | None:
+    """Why the name `host` resolves here to an address of this machine or its network, or cannot be resolved with no
+    proxy set, or None (`resolves_locally`)."""
     answers: list[str] | None = None
     with anyio.move_on_after(RESOLVE_TIMEOUT_S):
         try:

@@ -813,7 +813,7 @@ class StreamGuard:
         shown now. False when nothing of it may (and it carries nothing else): it is not delivered."""
         guard = self._splits.get(key)
         if guard is None:
-            guard = self._splits[key] = SplitGuard(redactor)
+            guard = self._splits[key] = SplitGuard(redactor, fragments=key[0] == "tool_progress")
         if guard is not self._split_last:  # another stream had the last piece
             if self._split_last is not None:
                 guard.follow(self._split_last)

@@ -92,7 +92,7 @@ async def _pass_on_stderr(
     Inside `scope`, a shielded scope whose deadline the transport sets once the server is stopped: a
     run's end cancels the transport at once, and would otherwise cut what was read but not yet written
     (the server's last words); the deadline still ends a reader that our stderr blocks."""
-    guard = SplitGuard(clean)
+    guard = SplitGuard(clean, fragments=True)  # a server's output, streamed: no piece of a key form either (round 30)
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     left = MCP_STDERR_BYTES
 

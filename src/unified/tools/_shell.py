@@ -739,9 +739,10 @@ def _progress_line(buf: bytearray, clean: Redactor) -> str:
     raw = bytes(buf[-(4 * _PROGRESS_CHARS + 2 * margin) :]).decode("utf-8", errors="replace")
     opened = _OPEN_SEQUENCE.search(raw)
     text = _TERMINAL_SEQUENCES.sub("", raw if opened is None else raw[: opened.start()])
-    hold = clean.streamed().partial_suffix(text)  # a printed form (hex) cut by the line so far, too
+    # a printed form (hex) cut by the line so far, a folded one (`fold -w8`) too, and no piece of a form (round 30)
+    hold = clean.streamed().partial_suffix(text) or clean.loose_hold(text, 0)
     start = min(margin, len(text) - hold) if len(buf) > len(raw) else 0
-    shown = clean.window(text[: len(text) - hold], max(start, 0)).strip().splitlines()
+    shown = clean.window(text[: len(text) - hold], max(start, 0), fragments=True).strip().splitlines()
     return terminal_text(shown[-1][:_PROGRESS_CHARS], clean) if shown else ""
 
 

@@ -209,6 +209,14 @@ CODE_VARIABLES = frozenset(
         "LESSKEY_CONTENT",
         "LESSKEY_SYSTEM",
         "LESSKEYIN_SYSTEM",
+        # round 30: less's options (`LESS=--lesskey-src=k`: a key file whose #env section sets LESSOPEN, run with no
+        # terminal too), the shell `flock -c`, `script`, `parallel`, less's `!` and vim's `:!` start (`SHELL=./x`),
+        # man's options (`-P` names its pager), systemd's pager and GNU parallel's shell
+        "LESS",
+        "SHELL",
+        "MANOPT",
+        "SYSTEMD_PAGER",
+        "PARALLEL_SHELL",
         "SSH_ASKPASS",
         "SUDO_ASKPASS",
         "PYTHONSTARTUP",
