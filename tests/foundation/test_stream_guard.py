@@ -283,11 +283,12 @@ def test_the_watchdog_s_look_names_the_deadline_that_passed_and_waits_for_the_ne
             params(idle_timeout_s=idle, total_timeout_s=total), ScriptedBackend([]), _Channel(), clock=lambda: now[0]
         )
         now[0] = at
-        return guard._look(), guard._stop_reason
+        wait = guard._look()
+        return (None if wait is None else round(wait, 6)), guard._stop_reason
 
     assert look(None, None, 100.0) == (0.5, None)
-    assert look(1.0, 0.2, 100.1) == (pytest.approx(0.1), None)
-    assert look(0.3, 5.0, 100.1) == (pytest.approx(0.2), None)
+    assert look(1.0, 0.2, 100.1) == (0.1, None)
+    assert look(0.3, 5.0, 100.1) == (0.2, None)
     assert look(10.0, 20.0, 100.0) == (0.5, None)
     assert look(1.0, 1.0, 100.995) == (0.01, None)
     assert look(1.0, 1.0, 101.5) == (None, "total_timeout")

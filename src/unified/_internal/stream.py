@@ -481,7 +481,8 @@ class _Aggregator:
     def _task_completed(self, event: SubagentCompleted) -> None:
         self.finished_tasks.add(event.task_id)
         if event.usage is not None:
-            self.subagent_usage = event.usage if self.subagent_usage is None else self.subagent_usage + event.usage
+            # A sum, never the event's own usage: the consumer holds that one, and may change it.
+            self.subagent_usage = (self.subagent_usage or Usage.model_construct()) + event.usage
 
     def add_usage(self, usage: Usage) -> Usage:
         """Add one report of main-chat usage, estimating zeros the text proves wrong; returns it as added."""
