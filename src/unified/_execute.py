@@ -510,6 +510,8 @@ def _protect_store(params: ExecuteParams) -> None:
     if store is None and url[:5].lower() == "file:":
         with contextlib.suppress(ConfigurationError):
             store = store_from_url(url)
+    if store is None:  # most runs: the default store, protected by the data file alone
+        return
     for found in _file_stores(store):
         credential_home("session-store", found.root)
 

@@ -270,6 +270,32 @@ async def test_total_timeout_even_when_events_keep_coming() -> None:
     assert len(events) < 200
 
 
+def test_the_watchdog_s_look_names_the_deadline_that_passed_and_waits_for_the_nearest() -> None:
+    """One look, on a clock the test sets: the total timeout wins when both passed, the idle one alone
+    when only it did, and otherwise the wait is the nearest deadline's, within 0.01-0.5 s."""
+    from unified._internal.stream import StreamGuard, _Channel
+
+    now = [100.0]
+
+    def look(idle: float | None, total: float | None, at: float) -> tuple[float | None, str | None]:
+        now[0] = 100.0
+        guard = StreamGuard(
+            params(idle_timeout_s=idle, total_timeout_s=total), ScriptedBackend([]), _Channel(), clock=lambda: now[0]
+        )
+        now[0] = at
+        wait = guard._look()
+        return (None if wait is None else round(wait, 6)), guard._stop_reason
+
+    assert look(None, None, 100.0) == (0.5, None)
+    assert look(1.0, 0.2, 100.1) == (0.1, None)
+    assert look(0.3, 5.0, 100.1) == (0.2, None)
+    assert look(10.0, 20.0, 100.0) == (0.5, None)
+    assert look(1.0, 1.0, 100.995) == (0.01, None)
+    assert look(1.0, 1.0, 101.5) == (None, "total_timeout")
+    assert look(1.0, 3.0, 101.5) == (None, "idle_timeout")
+    assert look(None, 1.0, 101.0) == (None, "total_timeout")
+
+
 async def test_closing_early_stops_the_backend() -> None:
     cleaned = anyio.Event()
 

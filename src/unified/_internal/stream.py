@@ -365,7 +365,8 @@ class _Aggregator:
         self.buffers: dict[str | None, list[str]] = {}
         self.last_message = ""
         self.usage = Usage.model_construct()
-        self.subagent_usage = Usage.model_construct()
+        self.subagent_usage: Usage | None = None
+        """The subagents' usage summed, once one reported any (most runs have none: no sum at the end)."""
         self.text_chars = 0
         self.thought_chars = 0
         self.session: SessionStarted | None = None
@@ -380,23 +381,29 @@ class _Aggregator:
     def _guard_made(self, event: AssistantMessage | Result) -> str | None:
         return f"adapters must not emit {event.type}: the stream guard makes it"
 
+    # The rules and records read each field of an event once: a field of a pydantic model is read through its
+    # class's `__getattr__` hook (~3x a dict's item), and every tool call's events come this way.
+
     def _tool_use_rule(self, event: ToolUse) -> str | None:
-        if event.tool_use_id in self.tool_uses:
-            return f"tool_use id {event.tool_use_id!r} was used twice"
+        tool_use_id = event.tool_use_id
+        if tool_use_id in self.tool_uses:
+            return f"tool_use id {tool_use_id!r} was used twice"
         return None
 
     def _tool_result_rule(self, event: ToolResult) -> str | None:
-        if event.tool_use_id not in self.tool_uses:
-            return f"tool_result answers {event.tool_use_id!r}, which no earlier tool_use announced"
-        if event.tool_use_id in self.answered:
-            return f"tool_use {event.tool_use_id!r} was answered twice"
+        tool_use_id = event.tool_use_id
+        if tool_use_id not in self.tool_uses:
+            return f"tool_result answers {tool_use_id!r}, which no earlier tool_use announced"
+        if tool_use_id in self.answered:
+            return f"tool_use {tool_use_id!r} was answered twice"
         return None
 
     def _decision_rule(self, event: PermissionDecision) -> str | None:
-        if event.tool_use_id not in self.tool_uses:
-            return f"permission_decision for {event.tool_use_id!r}, which no earlier tool_use announced"
-        if event.tool_use_id in self.decided:
-            return f"tool_use {event.tool_use_id!r} got a second permission_decision"
+        tool_use_id = event.tool_use_id
+        if tool_use_id not in self.tool_uses:
+            return f"permission_decision for {tool_use_id!r}, which no earlier tool_use announced"
+        if tool_use_id in self.decided:
+            return f"tool_use {tool_use_id!r} got a second permission_decision"
         return None
 
     def _warning_rule(self, event: WarningEvent) -> str | None:
@@ -435,13 +442,16 @@ class _Aggregator:
             self.thought_chars += len(event.text)
 
     def _tool_use(self, event: ToolUse) -> None:
-        self.tool_uses.add(event.tool_use_id)
-        if not event.server_side:
-            self.running_locally.add(event.tool_use_id)
+        fields = event.__dict__
+        tool_use_id = fields["tool_use_id"]
+        self.tool_uses.add(tool_use_id)
+        if not fields["server_side"]:
+            self.running_locally.add(tool_use_id)
 
     def _tool_result(self, event: ToolResult) -> None:
-        self.answered.add(event.tool_use_id)
-        self.running_locally.discard(event.tool_use_id)
+        tool_use_id = event.tool_use_id
+        self.answered.add(tool_use_id)
+        self.running_locally.discard(tool_use_id)
 
     def _decision(self, event: PermissionDecision) -> None:
         self.decided.add(event.tool_use_id)
@@ -471,7 +481,8 @@ class _Aggregator:
     def _task_completed(self, event: SubagentCompleted) -> None:
         self.finished_tasks.add(event.task_id)
         if event.usage is not None:
-            self.subagent_usage = self.subagent_usage + event.usage
+            # A sum, never the event's own usage: the consumer holds that one, and may change it.
+            self.subagent_usage = (self.subagent_usage or Usage.model_construct()) + event.usage
 
     def add_usage(self, usage: Usage) -> Usage:
         """Add one report of main-chat usage, estimating zeros the text proves wrong; returns it as added."""
@@ -490,7 +501,7 @@ class _Aggregator:
     def total_usage(self) -> Usage:
         if self.text_chars or self.thought_chars:
             self.add_usage(Usage.model_construct())  # output nobody reported: estimate it, flagged
-        return self.usage + self.subagent_usage
+        return self.usage if self.subagent_usage is None else self.usage + self.subagent_usage
 
 
 _KIND_RULES: dict[type[BaseModel], Callable[[_Aggregator, Any], str | None]] = {
@@ -974,17 +985,21 @@ class StreamGuard:
         if self._seq != self._seen:  # events went out since the last look: the run was active until (about) now
             self._seen = self._seq
             self._last_activity = max(self._last_activity, now)
-        deadlines: list[tuple[float, StopReason]] = []
+        # Each deadline's time left, without lists (a look is made as every run starts): the total first.
+        wait = 0.5
         if total is not None:
-            deadlines.append((self._started + total, "total_timeout"))
+            left = self._started + total - now
+            if left <= 0:
+                self.stop("total_timeout")
+                return None
+            wait = min(wait, left)
         if idle is not None and not self._paused and not self.agg.running_locally:
-            deadlines.append((self._last_activity + idle, "idle_timeout"))
-        due = [reason for at, reason in deadlines if at <= now]
-        if due:
-            self.stop(due[0])
-            return None
-        wait = min((at - now for at, _ in deadlines), default=0.5)
-        return min(max(wait, 0.01), 0.5)
+            left = self._last_activity + idle - now
+            if left <= 0:
+                self.stop("idle_timeout")
+                return None
+            wait = min(wait, left)
+        return max(wait, 0.01)
 
     async def _finish(self, outcome: RunOutcome | None, failure: BaseException | None, turns: int) -> None:
         for scope in list(self.agg.buffers):
