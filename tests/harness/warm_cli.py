@@ -55,6 +55,12 @@ class WarmCli:
         return self.server
 
     @property
+    def backend_options(self) -> dict[str, object]:
+        """`backend_options` of a run on the warm processes against the server (the script `play` gave it): the
+        server's environment, whose HOME is the shared one the `warm_cli` fixture points the test at, and the pool."""
+        return {"env": dict(self.server.cli_env), "pool": self.pool}
+
+    @property
     def responses(self) -> Path:
         """The one `--fake-responses` file runs on recorded responses name (the CLI reads it from its start at
         every session): a test copies its own there before it runs."""
