@@ -16,7 +16,7 @@ that ends with a result has none).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +49,7 @@ class WarmCli:
         finally:
             pool.close_now()
 
-    def play(self, turns: list[Turn]) -> FakeGemini:
+    def play(self, turns: Iterable[Turn]) -> FakeGemini:
         """The server, playing `turns` from now on (the last test's script and requests forgotten)."""
         self.server.play(turns)
         return self.server
