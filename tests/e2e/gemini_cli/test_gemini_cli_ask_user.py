@@ -289,7 +289,7 @@ async def test_a_question_comes_after_the_calls_before_it(
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_a_run_that_asked_is_freed_at_once_not_left_to_the_cycle_collector(
-    workspace: Path, tmp_path: Path
+    workspace: Path, warm_cli: WarmCli
 ) -> None:
     """As tests/e2e/conformance's test for every backend, with the ask_user server: it holds the run's methods,
     and the run must not hold it back once it has ended."""
@@ -297,27 +297,30 @@ async def test_a_run_that_asked_is_freed_at_once_not_left_to_the_cycle_collector
     async def answer(request: UserInputRequest) -> UserInputResponse:
         return UserInputResponse(answers={"q1": "option-1"})
 
-    async with FakeGemini(TURNS) as fake:
-        options = {**backend_options_for(fake, "gemini-cli", cli_home=tmp_path / "cli-home"), "pool_size": 0}
-        params = ExecuteParams(
-            prompt="pick a colour", backend="gemini-cli", cwd=workspace, backend_options=options, on_user_input=answer
-        )
-        gc.collect()
-        gc.disable()
-        try:
-            stream = EventStream(params, strict=True)
-            del params
-            with anyio.fail_after(60):
-                async with stream:
-                    events = [event async for event in stream]
-            result = events[-1]
-            assert isinstance(result, Result)
-            assert result.status == "success"
-            assert [e for e in events if isinstance(e, UserInputRequest)]
-            guard = weakref.ref(stream._stream.guard)
-            backend = weakref.ref(stream._stream.guard.backend)
-            del stream
-            assert guard() is None, "the run's guard waits for the cycle collector"
-            assert backend() is None, "the backend waits for the cycle collector"
-        finally:
-            gc.enable()
+    warm_cli.play(TURNS)
+    params = ExecuteParams(
+        prompt="pick a colour",
+        backend="gemini-cli",
+        cwd=workspace,
+        backend_options=warm_cli.backend_options,
+        on_user_input=answer,
+    )
+    gc.collect()
+    gc.disable()
+    try:
+        stream = EventStream(params, strict=True)
+        del params
+        with anyio.fail_after(60):
+            async with stream:
+                events = [event async for event in stream]
+        result = events[-1]
+        assert isinstance(result, Result)
+        assert result.status == "success"
+        assert [e for e in events if isinstance(e, UserInputRequest)]
+        guard = weakref.ref(stream._stream.guard)
+        backend = weakref.ref(stream._stream.guard.backend)
+        del stream
+        assert guard() is None, "the run's guard waits for the cycle collector"
+        assert backend() is None, "the backend waits for the cycle collector"
+    finally:
+        gc.enable()
