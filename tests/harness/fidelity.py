@@ -14,6 +14,7 @@ the test suite runs the same checks.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tests.harness.recordings import real_recordings_dir, real_recordings_manifest, recordings
+from tests.harness.warm_cli import WarmCli
 from unified.events import (
     ErrorEvent,
     ImageOutput,
@@ -439,10 +441,12 @@ async def play(
     workspace: Path,
     *,
     cli_home: Path | None = None,
+    warm: WarmCli | None = None,
 ) -> Verdict:
     """Play `recording` on `backend` (runs resumed until every model turn was served) and check each run.
 
-    `workspace` is the runs' cwd; `cli_home` the isolated home of the `gemini` binary (gemini-cli).
+    `workspace` is the runs' cwd; `cli_home` the isolated home of the `gemini` binary (gemini-cli); or `warm`, a
+    module's warm CLI host (gemini-cli, `tests.harness.warm_cli`): its server plays the recording, its processes run.
     """
     from unified import execute
     from unified.types import ExecuteParams
@@ -452,8 +456,9 @@ async def play(
     helpers_served = 0
     verdict = Verdict(recording.name, backend, turns=len(turns))
     script = Script(turns=[*turns, *recording.side_turns(), *(_sentinel() for _ in range(SENTINELS))])
-    async with FakeGemini(script) as server:
-        options = backend_options_for(server, backend, cli_home=cli_home)
+    serving = contextlib.nullcontext(warm.play(script.turns)) if warm is not None else FakeGemini(script)
+    async with serving as server:
+        options = warm.backend_options if warm is not None else backend_options_for(server, backend, cli_home=cli_home)
         if backend != "gemini-cli":
             options["retry_delay_scale"] = 0.001
         short_id: str | None = None

@@ -16,7 +16,7 @@ that ends with a result has none).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,10 +49,16 @@ class WarmCli:
         finally:
             pool.close_now()
 
-    def play(self, turns: list[Turn]) -> FakeGemini:
+    def play(self, turns: Iterable[Turn]) -> FakeGemini:
         """The server, playing `turns` from now on (the last test's script and requests forgotten)."""
         self.server.play(turns)
         return self.server
+
+    @property
+    def backend_options(self) -> dict[str, object]:
+        """`backend_options` of a run on the warm processes against the server (the script `play` gave it): the
+        server's environment, whose HOME is the shared one the `warm_cli` fixture points the test at, and the pool."""
+        return {"env": dict(self.server.cli_env), "pool": self.pool}
 
     @property
     def responses(self) -> Path:

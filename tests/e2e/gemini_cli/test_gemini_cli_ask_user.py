@@ -18,8 +18,8 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.harness.warm_cli import WarmCli
 from unified import ExecuteParams, UserInputRequest, UserInputResponse
-from unified._adapters.gemini_cli import AcpPool
 from unified._adapters.gemini_cli import _run as run_module
 from unified._adapters.gemini_cli._ask_server import AskUserServer, serve_ask_user
 from unified._execute import EventStream
@@ -54,13 +54,11 @@ def servers(monkeypatch: pytest.MonkeyPatch) -> list[AskUserServer]:
 
 
 async def run(
-    server: FakeGemini,
+    options: dict[str, object],
     workspace: Path,
-    tmp_path: Path,
     on_stream: Callable[[EventStream, UnifiedEvent], Awaitable[None]] | None = None,
     **fields: Any,
 ) -> list[UnifiedEvent]:
-    options = {**backend_options_for(server, "gemini-cli", cli_home=tmp_path / "cli-home"), "pool_size": 0}
     params = ExecuteParams(
         prompt="pick a colour", backend="gemini-cli", cwd=workspace, backend_options=options, **fields
     )
@@ -89,7 +87,7 @@ async def port_refuses(port: int) -> bool:
     [("asyncio", "default"), ("trio", "default"), ("asyncio", "yolo"), ("trio", "plan")],
 )
 async def test_the_model_asks_and_its_next_request_carries_the_answer(
-    workspace: Path, tmp_path: Path, servers: list[AskUserServer], mode: str
+    workspace: Path, warm_cli: WarmCli, servers: list[AskUserServer], mode: str
 ) -> None:
     asked: list[UserInputRequest] = []
 
@@ -97,9 +95,9 @@ async def test_the_model_asks_and_its_next_request_carries_the_answer(
         asked.append(request)
         return UserInputResponse(answers={"q1": "option-1"})
 
-    async with FakeGemini(TURNS) as fake:
-        events = await run(fake, workspace, tmp_path, on_user_input=answer, approval_mode=mode)
-        requests = list(fake.requests)
+    fake = warm_cli.play(TURNS)
+    events = await run(warm_cli.backend_options, workspace, on_user_input=answer, approval_mode=mode)
+    requests = list(fake.requests)
     result = events[-1]
     assert isinstance(result, Result)
     assert (result.status, result.final_text) == ("success", "Red it is."), result.error
@@ -134,7 +132,7 @@ async def test_the_model_asks_and_its_next_request_carries_the_answer(
     assert json.loads(_untrusted(last["response"]["output"])) == {"answers": {"Which colour?": "red"}}
     # the token never shows on the stream nor in anything the CLI wrote, and the port is closed with the run
     assert all(server.token not in event.model_dump_json() for event in events)
-    written = [p for p in (tmp_path / "cli-home").rglob("*") if p.is_file()]
+    written = [p for p in warm_cli.home.rglob("*") if p.is_file()]  # the module's runs' too: no token of this run
     assert written  # the CLI's chat file at least
     assert not [p for p in written if server.token.encode() in p.read_bytes()]
     assert await port_refuses(server.port)
@@ -147,11 +145,11 @@ def _untrusted(text: str) -> str:
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_without_on_user_input_no_server_and_no_tool(
-    workspace: Path, tmp_path: Path, servers: list[AskUserServer]
+    workspace: Path, warm_cli: WarmCli, servers: list[AskUserServer]
 ) -> None:
-    async with FakeGemini(TURNS) as fake:
-        events = await run(fake, workspace, tmp_path)
-        requests = list(fake.requests)
+    fake = warm_cli.play(TURNS)
+    events = await run(warm_cli.backend_options, workspace)
+    requests = list(fake.requests)
     assert not servers
     assert not [name for name in declared_functions(requests[0].body) if name.startswith("mcp_")]
     assert not [e for e in events if isinstance(e, UserInputRequest)]
@@ -173,8 +171,9 @@ async def test_a_run_cancelled_while_the_person_is_asked_ends_cleanly_and_closes
             stream.cancel()
 
     with anyio.fail_after(60):
-        async with FakeGemini(TURNS) as fake:
-            events = await run(fake, workspace, tmp_path, cancel_when_asked, on_user_input=never)
+        async with FakeGemini(TURNS) as fake:  # a process of its own: the cancelled turn's next request is no one's
+            options = {**backend_options_for(fake, "gemini-cli", cli_home=tmp_path / "cli-home"), "pool_size": 0}
+            events = await run(options, workspace, cancel_when_asked, on_user_input=never)
     result = events[-1]
     assert isinstance(result, Result)
     assert result.status == "cancelled"
@@ -185,39 +184,36 @@ async def test_a_run_cancelled_while_the_person_is_asked_ends_cleanly_and_closes
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_runs_in_a_warm_process_and_a_resumed_session_each_get_their_own_server(
-    workspace: Path, tmp_path: Path, servers: list[AskUserServer]
+    workspace: Path, warm_cli: WarmCli, servers: list[AskUserServer]
 ) -> None:
     """A warm process keeps the sessions of runs whose servers are closed; the next run's session (new, or
-    loaded by `resume`) gets its own server, name and token, and asks through it."""
+    loaded by `resume`) gets its own server, name and token, and asks through it (the module's warm process)."""
     asked: list[UserInputRequest] = []
 
     async def answer(request: UserInputRequest) -> UserInputResponse:
         asked.append(request)
         return UserInputResponse(answers={"q1": "option-1"})
 
-    pool = AcpPool(size=1)
-    try:
-        async with FakeGemini(TURNS * 3) as fake:
-            options = {**backend_options_for(fake, "gemini-cli", cli_home=tmp_path / "cli-home"), "pool": pool}
-            results: list[Result] = []
-            for resume in (None, None, "first"):
-                params = ExecuteParams(
-                    prompt="pick a colour",
-                    backend="gemini-cli",
-                    cwd=workspace,
-                    backend_options=options,
-                    on_user_input=answer,
-                    resume=results[0].short_id if resume else None,
-                )
-                async with EventStream(params, strict=True) as stream:
-                    events = [event async for event in stream]
-                result = events[-1]
-                assert isinstance(result, Result)
-                assert (result.status, result.final_text) == ("success", "Red it is."), result.error
-                results.append(result)
-            requests = list(fake.requests)
-    finally:
-        await pool.aclose()
+    fake = warm_cli.play(TURNS * 3)
+    spawned = warm_cli.pool.spawned
+    results: list[Result] = []
+    for resume in (None, None, "first"):
+        params = ExecuteParams(
+            prompt="pick a colour",
+            backend="gemini-cli",
+            cwd=workspace,
+            backend_options=warm_cli.backend_options,
+            on_user_input=answer,
+            resume=results[0].short_id if resume else None,
+        )
+        async with EventStream(params, strict=True) as stream:
+            events = [event async for event in stream]
+        result = events[-1]
+        assert isinstance(result, Result)
+        assert (result.status, result.final_text) == ("success", "Red it is."), result.error
+        results.append(result)
+    requests = list(fake.requests)
+    assert warm_cli.pool.spawned - spawned <= 1, "the three runs shared one process"
     assert len(asked) == 3
     assert results[2].short_id == results[0].short_id
     assert len({s.name for s in servers}) == len({s.token for s in servers}) == 3
@@ -263,7 +259,7 @@ async def test_a_settings_allowlist_blocks_the_server_and_the_run_says_so(
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_a_question_comes_after_the_calls_before_it(
-    workspace: Path, tmp_path: Path, servers: list[AskUserServer]
+    workspace: Path, warm_cli: WarmCli, servers: list[AskUserServer]
 ) -> None:
     """A read and the question in one turn: the question follows both calls' `tool_use` (the read's is held
     for its chat-file record; the question comes from the server, not the ACP pump)."""
@@ -280,8 +276,8 @@ async def test_a_question_comes_after_the_calls_before_it(
         ),
         ModelTurn(text="Red it is."),
     ]
-    async with FakeGemini(turns) as fake:
-        events = await run(fake, workspace, tmp_path, on_user_input=answer, approval_mode="default")
+    warm_cli.play(turns)
+    events = await run(warm_cli.backend_options, workspace, on_user_input=answer, approval_mode="default")
     kinds = [(e.type, getattr(e, "name", None)) for e in events]
     asked = kinds.index(("user_input_request", None))
     assert kinds.index(("tool_use", "read_file")) < asked
@@ -293,7 +289,7 @@ async def test_a_question_comes_after_the_calls_before_it(
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_a_run_that_asked_is_freed_at_once_not_left_to_the_cycle_collector(
-    workspace: Path, tmp_path: Path
+    workspace: Path, warm_cli: WarmCli
 ) -> None:
     """As tests/e2e/conformance's test for every backend, with the ask_user server: it holds the run's methods,
     and the run must not hold it back once it has ended."""
@@ -301,27 +297,30 @@ async def test_a_run_that_asked_is_freed_at_once_not_left_to_the_cycle_collector
     async def answer(request: UserInputRequest) -> UserInputResponse:
         return UserInputResponse(answers={"q1": "option-1"})
 
-    async with FakeGemini(TURNS) as fake:
-        options = {**backend_options_for(fake, "gemini-cli", cli_home=tmp_path / "cli-home"), "pool_size": 0}
-        params = ExecuteParams(
-            prompt="pick a colour", backend="gemini-cli", cwd=workspace, backend_options=options, on_user_input=answer
-        )
-        gc.collect()
-        gc.disable()
-        try:
-            stream = EventStream(params, strict=True)
-            del params
-            with anyio.fail_after(60):
-                async with stream:
-                    events = [event async for event in stream]
-            result = events[-1]
-            assert isinstance(result, Result)
-            assert result.status == "success"
-            assert [e for e in events if isinstance(e, UserInputRequest)]
-            guard = weakref.ref(stream._stream.guard)
-            backend = weakref.ref(stream._stream.guard.backend)
-            del stream
-            assert guard() is None, "the run's guard waits for the cycle collector"
-            assert backend() is None, "the backend waits for the cycle collector"
-        finally:
-            gc.enable()
+    warm_cli.play(TURNS)
+    params = ExecuteParams(
+        prompt="pick a colour",
+        backend="gemini-cli",
+        cwd=workspace,
+        backend_options=warm_cli.backend_options,
+        on_user_input=answer,
+    )
+    gc.collect()
+    gc.disable()
+    try:
+        stream = EventStream(params, strict=True)
+        del params
+        with anyio.fail_after(60):
+            async with stream:
+                events = [event async for event in stream]
+        result = events[-1]
+        assert isinstance(result, Result)
+        assert result.status == "success"
+        assert [e for e in events if isinstance(e, UserInputRequest)]
+        guard = weakref.ref(stream._stream.guard)
+        backend = weakref.ref(stream._stream.guard.backend)
+        del stream
+        assert guard() is None, "the run's guard waits for the cycle collector"
+        assert backend() is None, "the backend waits for the cycle collector"
+    finally:
+        gc.enable()

@@ -16,6 +16,7 @@ import anyio
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.warm_cli import WarmCli
 from unified import ExecuteParams, execute
 from unified._auth import detect_auth
 from unified._binary.proctable import descendants
@@ -28,6 +29,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyn
 
 
 async def _run(workspace: Path, env: dict[str, str], model: str = CLI_MODEL, **options: object) -> list[UnifiedEvent]:
+    """A run in a process of its own, or on the module's warm ones where `options` name their `pool` (a run whose
+    environment is the warm launch's, that counts no process)."""
     params = ExecuteParams(
         prompt="hi",
         backend="gemini-cli",
@@ -49,10 +52,10 @@ async def _run(workspace: Path, env: dict[str, str], model: str = CLI_MODEL, **o
     ],
 )
 async def test_the_apis_http_errors_get_the_api_backends_codes(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch, fault: str, code: str
+    workspace: Path, warm_cli: WarmCli, fault: str, code: str
 ) -> None:
-    async with FakeGemini([ModelTurn(text="never", fault=Fault(kind=fault))]) as server:
-        events = await _run(workspace, server.cli_env)
+    server = warm_cli.play([ModelTurn(text="never", fault=Fault(kind=fault))])
+    events = await _run(workspace, server.cli_env, pool=warm_cli.pool)
     error = next(e for e in events if isinstance(e, ErrorEvent))
     assert (error.code, error.fatal) == (code, True)
     assert error.details["cli_message"]  # the CLI's own words travel with it
@@ -78,10 +81,12 @@ async def test_a_failure_past_max_retries_ends_the_run_with_its_typed_error(
     assert not {pid for pid, _ in descendants(os.getpid()) - before}, "the CLI's process is gone"
 
 
-async def test_with_retries_left_the_cli_s_retry_answers_and_the_run_succeeds(workspace: Path) -> None:
-    async with FakeGemini([ModelTurn(text="answered", fault=Fault(kind="unavailable"))]) as server:
-        with anyio.fail_after(HANG_GUARD_S):
-            events = await _run(workspace, server.cli_env, max_retries=1)
+async def test_with_retries_left_the_cli_s_retry_answers_and_the_run_succeeds(
+    workspace: Path, warm_cli: WarmCli
+) -> None:
+    server = warm_cli.play([ModelTurn(text="answered", fault=Fault(kind="unavailable"))])
+    with anyio.fail_after(HANG_GUARD_S):
+        events = await _run(workspace, server.cli_env, max_retries=1, pool=warm_cli.pool)
     result = events[-1]
     assert isinstance(result, Result)
     assert (result.status, result.final_text) == ("success", "answered"), result.error

@@ -27,6 +27,7 @@ from tests.e2e.bad_binaries import (
     the_error,
 )
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.warm_cli import WarmCli
 from unified import ExecuteParams, execute, execute_sync
 from unified._adapters.gemini_cli._chat_files import session_files
 from unified._adapters.gemini_cli._launch import start_gemini
@@ -56,6 +57,8 @@ def params(server: FakeGemini, workspace: Path, prompt: str = "hi", **options: A
 
 
 async def run(server: FakeGemini, workspace: Path, prompt: str = "hi", **options: Any) -> list[UnifiedEvent]:
+    """A run in a process of its own, or on the module's warm ones where `options` name their `pool` (`server` is then
+    the warm host's, whose launch it is)."""
     with anyio.fail_after(HANG_GUARD_S):
         async with execute(params(server, workspace, prompt, **options)) as stream:
             return [event async for event in stream]
@@ -91,13 +94,16 @@ async def test_a_binary_that_exits_0_without_answering_is_a_backend_error(
     assert "exit code 0" in error.message
 
 
-async def test_a_cli_killed_mid_stream_is_a_backend_error_and_its_session_resumes(workspace: Path) -> None:
+async def test_a_cli_killed_mid_stream_is_a_backend_error_and_its_session_resumes(
+    workspace: Path, warm_cli: WarmCli
+) -> None:
+    """The killed run in a process of its own (the test kills it), the resume on the module's warm one."""
     started = gemini_started()
-    async with FakeGemini([SLOW, ModelTurn(text="Resumed.")]) as server:
-        events = await killed_at_first_text(params(server, workspace, start_process=started), started, os.killpg)
-        error = the_error(events)
-        session = next(e for e in events if isinstance(e, SessionStarted))
-        again = await run(server, workspace, "Go on.", resume=session.short_id)
+    server = warm_cli.play([SLOW, ModelTurn(text="Resumed.")])
+    events = await killed_at_first_text(params(server, workspace, start_process=started), started, os.killpg)
+    error = the_error(events)
+    session = next(e for e in events if isinstance(e, SessionStarted))
+    again = await run(server, workspace, "Go on.", resume=session.short_id, pool=warm_cli.pool)
     assert error.code == "backend_error"
     assert "killed by signal 9" in error.message
     assert not started.still_running()
@@ -106,26 +112,28 @@ async def test_a_cli_killed_mid_stream_is_a_backend_error_and_its_session_resume
     assert (last.status, last.final_text) == ("success", "Resumed.")
 
 
-async def test_a_provider_whose_every_answer_is_empty_is_a_retryable_stream_error(workspace: Path) -> None:
+async def test_a_provider_whose_every_answer_is_empty_is_a_retryable_stream_error(
+    workspace: Path, warm_cli: WarmCli
+) -> None:
     """Was broken over ACP: `success` with no text at all (the CLI ends the turn as answered after its own
     retries), where `gemini -p` fails it."""
     empty = ModelTurn(text="never", fault=Fault(kind="empty_stream"))
-    async with FakeGemini([empty] * 4) as server:
-        events = await run(server, workspace)
-        assert len(server.requests) == 4, "the CLI asked 4 times"
+    server = warm_cli.play([empty] * 4)
+    events = await run(server, workspace, pool=warm_cli.pool)
+    assert len(server.requests) == 4, "the CLI asked 4 times"
     error = the_error(events)
     assert (error.code, error.retryable, error.fatal) == ("stream_interrupted", True, True), error.message
     assert "answered with nothing" in error.message
     assert "run again" in error.message  # the hint
 
 
-async def test_a_stream_cut_on_every_attempt_is_a_retryable_stream_error(workspace: Path) -> None:
+async def test_a_stream_cut_on_every_attempt_is_a_retryable_stream_error(workspace: Path, warm_cli: WarmCli) -> None:
     """Was `backend_error` "the Gemini API failed (500): terminated": the CLI's JSON-RPC code 500 taken for an
     HTTP status, though the connection dropped mid-answer and no 500 came."""
     cut = ModelTurn(text="A cut answer, again.", text_chunks=4, fault=Fault(kind="cut_stream", after=2))
-    async with FakeGemini([cut] * 4) as server:
-        events = await run(server, workspace)
-        assert all(request.status == 200 for request in server.requests)
+    server = warm_cli.play([cut] * 4)
+    events = await run(server, workspace, pool=warm_cli.pool)
+    assert all(request.status == 200 for request in server.requests)
     error = the_error(events)
     assert (error.code, error.retryable, error.fatal) == ("stream_interrupted", True, True), error.message
     assert "broke off" in error.message
@@ -134,24 +142,24 @@ async def test_a_stream_cut_on_every_attempt_is_a_retryable_stream_error(workspa
 
 @pytest.mark.parametrize("damage", ["binary", "empty", "cut_in_the_prompt"])
 async def test_a_damaged_chat_file_is_corrupt_session_and_kept_as_it_is(
-    workspace: Path, isolated_home: Path, damage: str
+    workspace: Path, warm_cli: WarmCli, damage: str
 ) -> None:
     """The file cut inside its prompt's line was broken: `session_not_found` "no gemini-cli session matches ..."
     (it was hidden as a session with no prompt yet)."""
-    async with FakeGemini([ModelTurn(text="First."), ModelTurn(text="never")]) as server:
-        first = await run(server, workspace, "One.")
-        session = next(e for e in first if isinstance(e, SessionStarted))
-        assert session.session_id is not None
-        [path] = session_files(isolated_home / ".gemini", session.session_id)
-        data = path.read_bytes()
-        if damage == "cut_in_the_prompt":
-            prompt_at = data.index(b'"text":"One."')
-            content = data[:prompt_at]
-        else:
-            content = bytes(range(256)) * 40 if damage == "binary" else b""
-        path.write_bytes(content)
-        events = await run(server, workspace, "Two.", resume=session.short_id)
-        assert len(server.requests) == 1, "the resume reached no model"
+    server = warm_cli.play([ModelTurn(text="First."), ModelTurn(text="never")])
+    first = await run(server, workspace, "One.", pool=warm_cli.pool)
+    session = next(e for e in first if isinstance(e, SessionStarted))
+    assert session.session_id is not None
+    [path] = session_files(warm_cli.home / ".gemini", session.session_id)  # in this test's own project's folder
+    data = path.read_bytes()
+    if damage == "cut_in_the_prompt":
+        prompt_at = data.index(b'"text":"One."')
+        content = data[:prompt_at]
+    else:
+        content = bytes(range(256)) * 40 if damage == "binary" else b""
+    path.write_bytes(content)
+    events = await run(server, workspace, "Two.", resume=session.short_id, pool=warm_cli.pool)
+    assert len(server.requests) == 1, "the resume reached no model"
     error = the_error(events)
     assert error.code == "corrupt_session"
     assert str(path) in error.message

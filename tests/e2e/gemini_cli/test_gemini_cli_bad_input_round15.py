@@ -19,6 +19,7 @@ import pytest
 from tests.e2e.bad_binaries import SLOW, killed_at_first_text, the_error
 from tests.e2e.gemini_cli.test_gemini_cli_bad_input import gemini_started, params, run
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.warm_cli import WarmCli
 from unified import execute
 from unified.events import Result, SessionStarted
 from unified.testing import FakeGemini, Fault, ModelTurn
@@ -26,43 +27,49 @@ from unified.testing import FakeGemini, Fault, ModelTurn
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
 
-async def test_an_event_cut_in_half_is_a_stream_error_and_the_session_resumes(workspace: Path) -> None:
+async def test_an_event_cut_in_half_is_a_stream_error_and_the_session_resumes(
+    workspace: Path, warm_cli: WarmCli
+) -> None:
+    """The failed run in a process of its own (the test checks it is gone), the resume on the module's warm one."""
     garbled = ModelTurn(text="one two three", text_chunks=3, fault=Fault(kind="garbled_event", after=1))
     started = gemini_started()
-    async with FakeGemini([garbled, ModelTurn(text="Resumed.")]) as server:
-        with anyio.fail_after(HANG_GUARD_S):
-            async with execute(params(server, workspace, start_process=started)) as stream:
-                events = [event async for event in stream]
-        error = the_error(events)
-        assert (error.code, error.retryable) == ("stream_interrupted", True), error.message
-        assert "is not its JSON" in error.message
-        assert "in JSON at position" in error.message
-        assert "(500)" not in error.message
-        assert not started.still_running()
-        session = next(e for e in events if isinstance(e, SessionStarted))
-        again = await run(server, workspace, "Go on.", resume=session.short_id)
+    server = warm_cli.play([garbled, ModelTurn(text="Resumed.")])
+    with anyio.fail_after(HANG_GUARD_S):
+        async with execute(params(server, workspace, start_process=started)) as stream:
+            events = [event async for event in stream]
+    error = the_error(events)
+    assert (error.code, error.retryable) == ("stream_interrupted", True), error.message
+    assert "is not its JSON" in error.message
+    assert "in JSON at position" in error.message
+    assert "(500)" not in error.message
+    assert not started.still_running()
+    session = next(e for e in events if isinstance(e, SessionStarted))
+    again = await run(server, workspace, "Go on.", resume=session.short_id, pool=warm_cli.pool)
     last = again[-1]
     assert isinstance(last, Result)
     assert (last.status, last.final_text) == ("success", "Resumed."), again
 
 
-async def test_a_crash_in_the_middle_of_a_resumed_run_is_typed_and_the_session_resumes_again(workspace: Path) -> None:
+async def test_a_crash_in_the_middle_of_a_resumed_run_is_typed_and_the_session_resumes_again(
+    workspace: Path, warm_cli: WarmCli
+) -> None:
+    """The crashed run in a process of its own (the test crashes it), the others on the module's warm one."""
     started = gemini_started()
-    async with FakeGemini([ModelTurn(text="First."), SLOW, ModelTurn(text="Again.")]) as server:
-        first = await run(server, workspace, "One.")
-        done = first[-1]
-        assert isinstance(done, Result)
-        short_id = done.short_id
-        crashed = await killed_at_first_text(
-            params(server, workspace, "Two.", start_process=started, resume=short_id),
-            started,
-            lambda pid, _: os.killpg(pid, signal.SIGSEGV),
-        )
-        error = the_error(crashed)
-        assert error.code == "backend_error"
-        assert "killed by signal 11 (SIGSEGV" in error.message, error.message
-        assert not started.still_running()
-        again = await run(server, workspace, "Three.", resume=short_id)
+    server = warm_cli.play([ModelTurn(text="First."), SLOW, ModelTurn(text="Again.")])
+    first = await run(server, workspace, "One.", pool=warm_cli.pool)
+    done = first[-1]
+    assert isinstance(done, Result)
+    short_id = done.short_id
+    crashed = await killed_at_first_text(
+        params(server, workspace, "Two.", start_process=started, resume=short_id),
+        started,
+        lambda pid, _: os.killpg(pid, signal.SIGSEGV),
+    )
+    error = the_error(crashed)
+    assert error.code == "backend_error"
+    assert "killed by signal 11 (SIGSEGV" in error.message, error.message
+    assert not started.still_running()
+    again = await run(server, workspace, "Three.", resume=short_id, pool=warm_cli.pool)
     last = again[-1]
     assert isinstance(last, Result)
     assert (last.status, last.final_text, last.short_id) == ("success", "Again.", short_id)

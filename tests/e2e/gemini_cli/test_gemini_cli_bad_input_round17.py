@@ -27,6 +27,7 @@ import pytest
 from tests.e2e.bad_binaries import SLOW, the_error
 from tests.e2e.gemini_cli.test_gemini_cli_bad_input import gemini_started, params, run
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.warm_cli import WarmCli
 from unified import execute
 from unified._binary import framing
 from unified.events import ErrorEvent, PermissionDecision, Result, SessionStarted, TextDelta, ToolResult
@@ -76,15 +77,17 @@ async def test_a_stream_json_answer_cut_off_by_the_cli_s_exit_says_so_and_the_se
     ("transport", "mode"), [("acp", "auto_edit"), ("acp", "yolo"), ("acp", "default"), ("stream-json", "yolo")]
 )
 async def test_a_write_the_cli_refuses_before_running_it_is_denied_not_allowed(
-    workspace: Path, tmp_path: Path, transport: str, mode: str
+    workspace: Path, tmp_path: Path, warm_cli: WarmCli, transport: str, mode: str
 ) -> None:
+    """Over ACP on the module's warm CLI process (`gemini -p` starts its own)."""
     outside = tmp_path / "outside.txt"
     write = FunctionCall(name="write_file", args={"file_path": str(outside), "content": "written"})
-    async with FakeGemini([ModelTurn(function_calls=[write]), ModelTurn(text="Done.")]) as server:
-        asked = params(server, workspace, transport=transport).model_copy(update={"approval_mode": mode})
-        with anyio.fail_after(HANG_GUARD_S):
-            async with execute(asked) as stream:
-                events = [event async for event in stream]
+    server = warm_cli.play([ModelTurn(function_calls=[write]), ModelTurn(text="Done.")])
+    asked = params(server, workspace, transport=transport, pool=warm_cli.pool)
+    asked = asked.model_copy(update={"approval_mode": mode})
+    with anyio.fail_after(HANG_GUARD_S):
+        async with execute(asked) as stream:
+            events = [event async for event in stream]
     [decision] = [e for e in events if isinstance(e, PermissionDecision)]
     [result] = [e for e in events if isinstance(e, ToolResult)]
     assert (decision.decision, decision.decided_by, decision.rule) == ("deny", "backend", None), decision

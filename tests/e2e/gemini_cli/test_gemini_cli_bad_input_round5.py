@@ -154,9 +154,10 @@ def without_load(folder: Path) -> Path:
     return path
 
 
-async def a_session(run_gemini: Run, responses: Callable[..., Path]) -> str:
-    """The short id of a session the real CLI made (over ACP) in the workspace."""
-    events = await run_gemini(responses(stream_line(text("first answer"))), prompt="remember 42")
+async def a_session(warm_gemini: Run, responses: Callable[..., Path]) -> str:
+    """The short id of a session the real CLI made (over ACP) in the workspace: on the module's warm process, whose
+    HOME the test's own run (of another binary) then finds it in."""
+    events = await warm_gemini(responses(stream_line(text("first answer"))), prompt="remember 42")
     started = events[0]
     assert isinstance(started, SessionStarted)
     assert started.short_id is not None
@@ -168,13 +169,13 @@ async def ask(request: UserInputRequest) -> UserInputResponse:
 
 
 async def test_a_resume_through_stream_json_names_the_mcp_servers_and_the_asking_it_drops(
-    run_gemini: Run, responses: Callable[..., Path], tmp_path: Path
+    warm_gemini: Run, run_gemini: Run, responses: Callable[..., Path], tmp_path: Path
 ) -> None:
     """A gemini without ACP `session/load` (the real one, its `initialize` answer saying so) resumes
     through `gemini -p --resume`, which takes no MCP servers and asks nobody. Was: a warning that said "no
     thoughts, no permission prompts" and nothing of the run's MCP servers or its `on_user_input`, which went
     nowhere; the model just lacked the tools. Now the warning names them; the run goes on."""
-    short_id = await a_session(run_gemini, responses)
+    short_id = await a_session(warm_gemini, responses)
     notes = StdioMcpServer(name="notes", command=sys.executable, args=(str(tmp_path / "never_started.py"),))
     events = await run_gemini(
         responses(stream_line(text("still 42"))),
@@ -193,11 +194,11 @@ async def test_a_resume_through_stream_json_names_the_mcp_servers_and_the_asking
 
 
 async def test_a_resume_through_stream_json_refuses_the_images_it_would_drop(
-    run_gemini: Run, responses: Callable[..., Path], tmp_path: Path
+    warm_gemini: Run, run_gemini: Run, responses: Callable[..., Path], tmp_path: Path
 ) -> None:
     """Was: the prompt's images were dropped without a word (`gemini -p` takes text only), where the stream-json
     transport refuses them. Now the same refusal, before the CLI runs, and the session is left as it was."""
-    short_id = await a_session(run_gemini, responses)
+    short_id = await a_session(warm_gemini, responses)
     events = await run_gemini(
         responses(stream_line(text("never"))),
         prompt="what is in this picture?",
@@ -215,7 +216,7 @@ async def test_a_resume_through_stream_json_refuses_the_images_it_would_drop(
     [("directory", "is a directory, not a program"), ("not_executable", "is not executable")],
 )
 async def test_an_mcp_command_that_cannot_run_is_a_warning_saying_why(
-    run_gemini: Run, responses: Callable[..., Path], tmp_path: Path, kind: str, said: str
+    warm_gemini: Run, responses: Callable[..., Path], tmp_path: Path, kind: str, said: str
 ) -> None:
     """Was: a file without its `x` bit "was not found" (it is there), and a directory passed the look (it has an
     `x` bit) to fail in the CLI's own spawn (EACCES). Now the warning says which it is, before the CLI starts it."""
@@ -226,7 +227,7 @@ async def test_an_mcp_command_that_cannot_run_is_a_warning_saying_why(
         command.write_text("#!/bin/sh\nexit 0\n")
         command.chmod(0o644)
     server = StdioMcpServer(name="tickets", command=str(command))
-    events = await run_gemini(responses(stream_line(text("ok"))), mcp_servers=(server,))
+    events = await warm_gemini(responses(stream_line(text("ok"))), mcp_servers=(server,))
     warnings = [e for e in events if isinstance(e, WarningEvent) and e.code == "mcp_unavailable"]
     assert len(warnings) == 1, [e.message for e in events if isinstance(e, WarningEvent)]
     assert "'tickets'" in warnings[0].message

@@ -18,6 +18,7 @@ from tests.e2e.gemini_cli.test_gemini_cli_bad_input import run as run_once
 from tests.e2e.gemini_cli.test_gemini_cli_bad_input_round5 import run
 from tests.hang_guard import HANG_GUARD_S
 from tests.harness.cancelled_prompts import WHEN, cancelling, check_denied
+from tests.harness.warm_cli import WarmCli
 from unified import ExecuteParams
 from unified._adapters.gemini_cli._chat_files import session_files
 from unified._execute import EventStream
@@ -158,21 +159,21 @@ async def test_a_run_cancelled_at_a_permission_prompt_denies_the_call(
 
 
 async def test_a_chat_file_with_a_byte_that_is_no_utf8_resumes_without_replaying_into_the_run(
-    workspace: Path, isolated_home: Path
+    workspace: Path, warm_cli: WarmCli
 ) -> None:
     """Was: the record holding the bad byte was dropped by unified's reading (the CLI's, Node's, reads it with
     U+FFFD), so the count of `session/load`'s replay came out short: the old answer came out as this run's text
     ("\\ufffd\\ufffdFirst answer here.") and the new one as a retry of it (`stream_resumed`). Now the file is read
-    as the CLI reads it, and the run says only its own answer."""
-    async with FakeGemini([ModelTurn(text="First answer here."), ModelTurn(text="Second.")]) as server:
-        first = await run_once(server, workspace, "One.")
-        session = next(e for e in first if isinstance(e, SessionStarted))
-        assert session.session_id is not None
-        [path] = session_files(isolated_home / ".gemini", session.session_id)
-        data = path.read_bytes()
-        at = data.index(b"First answer")
-        path.write_bytes(data[:at] + b"\xff\xfe" + data[at:])
-        events = await run_once(server, workspace, "Two.", resume=session.short_id)
+    as the CLI reads it, and the run says only its own answer. (On the module's warm CLI process.)"""
+    server = warm_cli.play([ModelTurn(text="First answer here."), ModelTurn(text="Second.")])
+    first = await run_once(server, workspace, "One.", pool=warm_cli.pool)
+    session = next(e for e in first if isinstance(e, SessionStarted))
+    assert session.session_id is not None
+    [path] = session_files(warm_cli.home / ".gemini", session.session_id)
+    data = path.read_bytes()
+    at = data.index(b"First answer")
+    path.write_bytes(data[:at] + b"\xff\xfe" + data[at:])
+    events = await run_once(server, workspace, "Two.", resume=session.short_id, pool=warm_cli.pool)
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["Second."]
     assert not [e for e in events if isinstance(e, WarningEvent) and e.code == "stream_resumed"]
     last = events[-1]

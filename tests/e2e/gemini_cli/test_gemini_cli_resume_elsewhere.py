@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 from tests.e2e.gemini_cli.gemini_cli_helpers import later_start_with_cleanup, stream_line, text
 from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams, execute
+from unified._adapters.gemini_cli import AcpPool
 from unified._adapters.gemini_cli._chat_files import session_files
 from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
 from unified.testing import FakeGemini, ModelTurn
@@ -42,7 +44,18 @@ def _env(server: FakeGemini) -> dict[str, str]:
     return {"GOOGLE_GEMINI_BASE_URL": server.base_url, "GEMINI_API_KEY": "fake-gemini-key"}
 
 
+@pytest.fixture
+async def warm_pool() -> AsyncIterator[AcpPool]:
+    """A pool of the test's own: its ACP runs share one warm CLI process, in the test's own HOME."""
+    pool = AcpPool(size=1)
+    try:
+        yield pool
+    finally:
+        await pool.aclose()
+
+
 async def _run(server: FakeGemini, cwd: Path, prompt: str, **fields: Any) -> list[UnifiedEvent]:
+    """A run in a process of its own, or on a warm one where `backend_options_extra` names its `pool`."""
     options = {"env": _env(server), "pool_size": 0, **fields.pop("backend_options_extra", {})}
     params = ExecuteParams(prompt=prompt, backend="gemini-cli", cwd=cwd, backend_options=options, **fields)
     async with execute(params) as stream:
@@ -65,18 +78,20 @@ def _moved(events: list[dict[str, Any]]) -> list[str]:
 
 
 async def test_resume_by_short_id_from_another_directory_continues_the_session_there(
-    tmp_path: Path, isolated_home: Path
+    tmp_path: Path, isolated_home: Path, warm_pool: AcpPool
 ) -> None:
     """Over ACP (b, b again, then a), then over the headless transport: `gemini -p --resume <id>` looks the session
     up in its process's cwd's project, so moved first (back to b), it is found; the CLI's own session cleanup in
-    b (retention on) then keeps the moved session, header and all."""
+    b (retention on) then keeps the moved session, header and all. This process's ACP runs (a, b again, a) share one
+    warm CLI process: its loads find the session where another process moved it, not where it last saw it."""
+    warm = {"pool": warm_pool}
     home = isolated_home / ".gemini"
     a, b = (tmp_path / "a").resolve(), (tmp_path / "b").resolve()
     a.mkdir()
     b.mkdir()
     turns = [ModelTurn(text=t) for t in ("noted", "it was 42", "still 42", "42 again", "42 from b")]
     async with FakeGemini(turns) as server:
-        first = await _run(server, a, "remember 42", model="gemini-2.5-flash")
+        first = await _run(server, a, "remember 42", model="gemini-2.5-flash", backend_options_extra=warm)
         started = first[0]
         assert isinstance(started, SessionStarted)
         assert started.short_id is not None
@@ -103,7 +118,7 @@ async def test_resume_by_short_id_from_another_directory_continues_the_session_t
         assert mine[0]["cwd"] == str(b)
 
         # From b again: the newest state, no move.
-        third = await _run(server, b, "sure?", resume=started.short_id)
+        third = await _run(server, b, "sure?", resume=started.short_id, backend_options_extra=warm)
         result = third[-1]
         assert isinstance(result, Result)
         assert (result.status, result.final_text) == ("success", "still 42"), result.error
@@ -111,7 +126,7 @@ async def test_resume_by_short_id_from_another_directory_continues_the_session_t
         assert _texts(server.requests[-1]) == ["remember 42", "noted", "what was the number?", "it was 42", "sure?"]
 
         # From a: not a stale copy, the whole conversation, and the session moves back.
-        fourth = await _run(server, a, "and in a?", resume=started.short_id)
+        fourth = await _run(server, a, "and in a?", resume=started.short_id, backend_options_extra=warm)
         result = fourth[-1]
         assert isinstance(result, Result)
         assert (result.status, result.final_text) == ("success", "42 again"), result.error
@@ -136,6 +151,7 @@ async def test_resume_by_short_id_from_another_directory_continues_the_session_t
         [path] = session_files(home, started.session_id)
         assert (path.parent.parent / ".project_root").read_text() == str(b)
         server.assert_done()
+        assert warm_pool.spawned == 1
     content = path.read_bytes()
     await later_start_with_cleanup(home, b, path.parent)
     assert path.read_bytes() == content
@@ -148,7 +164,6 @@ async def test_a_new_session_holds_its_lease_whatever_the_transport(
     """Whatever the transport, a new session's run holds its lease (so a resume from elsewhere cannot move it
     meanwhile: session_in_use) while it runs (taken before `session_started` is emitted, by the code's order)."""
     import contextlib
-    from collections.abc import AsyncIterator
 
     from unified._adapters.gemini_cli import _relocate
     from unified.errors import SessionInUse

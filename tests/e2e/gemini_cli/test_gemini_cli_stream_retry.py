@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import kinds
+from tests.harness.warm_cli import WarmCli
 from unified import ExecuteParams, execute
 from unified.events import AssistantMessage, ErrorEvent, Result, TextDelta, UnifiedEvent, WarningEvent
-from unified.testing import FakeGemini, ModelTurn
+from unified.testing import ModelTurn
 from unified.testing._scenario import Fault, FunctionCall
-from unified.testing._wiring import backend_options_for
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
@@ -33,13 +33,15 @@ def transport(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-async def run(turns: list[ModelTurn], workspace: Path, home: Path, transport: str) -> tuple[list[UnifiedEvent], int]:
-    async with FakeGemini(turns) as server:
-        options = {**backend_options_for(server, "gemini-cli", cli_home=home), "transport": transport}
-        params = ExecuteParams(prompt="hi", backend="gemini-cli", cwd=workspace, backend_options=options)
-        async with execute(params) as stream:
-            events = [event async for event in stream]
-        return events, len(server.requests)
+async def run(turns: list[ModelTurn], workspace: Path, warm: WarmCli, transport: str) -> tuple[list[UnifiedEvent], int]:
+    """A run against `turns`; over ACP on the module's warm CLI process (each run ends with its result: the CLI's
+    retries are over by then), `gemini -p` starting its own as ever."""
+    server = warm.play(turns)
+    options = {**warm.backend_options, "transport": transport}
+    params = ExecuteParams(prompt="hi", backend="gemini-cli", cwd=workspace, backend_options=options)
+    async with execute(params) as stream:
+        events = [event async for event in stream]
+    return events, len(server.requests)
 
 
 def shown(events: list[UnifiedEvent]) -> str:
@@ -63,10 +65,10 @@ def resumed(events: list[UnifiedEvent]) -> list[WarningEvent]:
     ],
 )
 async def test_a_retried_stream_shows_the_repeated_prefix_once(
-    failed: list[ModelTurn], workspace: Path, tmp_path: Path, transport: str
+    failed: list[ModelTurn], workspace: Path, warm_cli: WarmCli, transport: str
 ) -> None:
     turns = [*failed, ModelTurn(text=ANSWER, text_chunks=3)]
-    events, requests = await run(turns, workspace, tmp_path / "home", transport)
+    events, requests = await run(turns, workspace, warm_cli, transport)
     assert requests == len(failed) + 1  # the CLI did ask again
     result = events[-1]
     assert isinstance(result, Result)
@@ -78,11 +80,11 @@ async def test_a_retried_stream_shows_the_repeated_prefix_once(
 
 
 async def test_a_retry_that_answers_otherwise_replaces_what_was_shown(
-    workspace: Path, tmp_path: Path, transport: str
+    workspace: Path, warm_cli: WarmCli, transport: str
 ) -> None:
     other = "Goodbye now."
     turns = [failing("mid_stream_error", 2), ModelTurn(text=other, text_chunks=2)]
-    events, _ = await run(turns, workspace, tmp_path, transport)
+    events, _ = await run(turns, workspace, warm_cli, transport)
     result = events[-1]
     assert isinstance(result, Result)
     assert result.status == "success", result.error
@@ -96,11 +98,11 @@ async def test_a_retry_that_answers_otherwise_replaces_what_was_shown(
     assert kinds(after) == ["warning", "text_delta", "assistant_message", "result"]
 
 
-async def test_retries_that_get_no_answer_say_so(workspace: Path, tmp_path: Path, transport: str) -> None:
+async def test_retries_that_get_no_answer_say_so(workspace: Path, warm_cli: WarmCli, transport: str) -> None:
     # the CLI takes an empty answer for a failed attempt too: after the fourth it gives up; `gemini -p` fails the turn,
     # its ACP agent ends it as if answered: the run fails it on both (it was `success` over ACP)
     empty = [ModelTurn(text="") for _ in range(3)]
-    events, requests = await run([failing("mid_stream_error", 2), *empty], workspace, tmp_path, transport)
+    events, requests = await run([failing("mid_stream_error", 2), *empty], workspace, warm_cli, transport)
     assert requests == 4
     result = events[-1]
     assert isinstance(result, Result)
@@ -115,7 +117,7 @@ async def test_retries_that_get_no_answer_say_so(workspace: Path, tmp_path: Path
 
 
 async def test_a_retried_stream_before_a_tool_call_shows_its_text_once(
-    workspace: Path, tmp_path: Path, transport: str
+    workspace: Path, warm_cli: WarmCli, transport: str
 ) -> None:
     lead = "Let me read the notes file now."
     call = FunctionCall(name="read_file", args={"file_path": "notes.txt"})
@@ -124,7 +126,7 @@ async def test_a_retried_stream_before_a_tool_call_shows_its_text_once(
         ModelTurn(text=lead, text_chunks=3, function_calls=[call]),
         ModelTurn(text="It says alpha."),
     ]
-    events, requests = await run(turns, workspace, tmp_path, transport)
+    events, requests = await run(turns, workspace, warm_cli, transport)
     assert requests == 3
     result = events[-1]
     assert isinstance(result, Result)
