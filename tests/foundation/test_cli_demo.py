@@ -46,16 +46,6 @@ def test_demo_runs_the_same_task_on_every_backend(isolated_home: Path) -> None:
     assert not (isolated_home / "data" / "unified").exists()  # the demo's sessions stayed in its temp dir
 
 
-@pytest.mark.e2e  # runs a real subprocess
-def test_demo_renders_for_a_person(isolated_home: Path) -> None:
-    done = _unified("demo", "--backend", "generate-content", home=isolated_home)
-    assert done.returncode == 0, done.stderr
-    assert "the same task, one backend" in done.stdout
-    assert done.stdout.startswith("The model is scripted")
-    assert "read_file" in done.stdout
-    assert "success" in done.stdout
-
-
 @pytest.mark.parametrize(
     "cassette",
     [

@@ -138,6 +138,7 @@ def test_the_demo_at_80_columns_shows_turns_and_time_and_explains_the_difference
     lines = done.stdout.splitlines()
     assert lines[0].startswith("The model is scripted: FakeGemini on 127.0.0.1 plays the same 3 turns")
     summary = lines[next(i for i, line in enumerate(lines) if line.startswith("the same task")) :]
+    assert summary[0].startswith("the same task, one backend"), summary[0]
     assert [line for line in [*lines[:3], *summary] if len(line) > 80] == []  # the events are the terminal's to wrap
     header = next(line for line in lines if "backend" in line and "result" in line)
     assert [cell.strip() for cell in header.strip("┃").split("┃")] == [
