@@ -3,7 +3,8 @@ a subprocess with its own HOME, XDG folders and data directory, its model calls 
 
 A session made on generate-content is exported (`unified sessions export REF`, the file `--history` reads) and
 continued on interactions; a failed turn is retried without a new prompt; a run whose backend's binary is missing
-fails over. Bad input ends with one line and exit 2, nothing run.
+fails over. Bad input ends with one line and exit 2, nothing run: sent through the console script's entry point in
+this process, as tests/foundation/test_cli_errors.py sends bad arguments.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import anyio
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
+from unified._cli.main import main
 from unified.testing import FakeGemini, Fault
 from unified.testing import ModelTurn as ScriptTurn
 
@@ -167,14 +169,21 @@ async def test_fallback_goes_on_when_the_backends_binary_is_missing(home: Path, 
         (("run", "hi", "--history", "{good}", "--resume", "abc"), "not both"),
     ],
 )
-async def test_bad_conversation_arguments(home: Path, args: tuple[str, ...], phrase: str) -> None:
+async def test_bad_conversation_arguments(
+    home: Path, args: tuple[str, ...], phrase: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the console script's entry point in this process (`main`, as tests/foundation/test_cli_errors.py
+    sends bad arguments), in a thread as it runs its own event loop: refused before anything runs, so a process
+    of its own (~0.35 s of CPU starting Python and unified) would show nothing more."""
     (home / "bad.json").write_text('{"format": "something else"}', encoding="utf-8")
     (home / "good.json").write_text(
         '{"turns": [{"role": "user", "parts": [{"type": "text", "text": "hi"}]}]}', encoding="utf-8"
     )
     files = {"missing": str(home / "missing.json"), "bad": str(home / "bad.json"), "good": str(home / "good.json")}
-    code, out, err = await _unified(*(a.format(**files) for a in args), env=_env(home))
+    code = await anyio.to_thread.run_sync(main, [a.format(**files) for a in args])
+    out, err = capsys.readouterr()
     assert code == EXIT_BAD_INPUT, (out, err)
+    assert out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     assert lines[0].startswith("error: ")

@@ -46,16 +46,6 @@ def test_demo_runs_the_same_task_on_every_backend(isolated_home: Path) -> None:
     assert not (isolated_home / "data" / "unified").exists()  # the demo's sessions stayed in its temp dir
 
 
-@pytest.mark.e2e  # runs a real subprocess
-def test_demo_renders_for_a_person(isolated_home: Path) -> None:
-    done = _unified("demo", "--backend", "generate-content", home=isolated_home)
-    assert done.returncode == 0, done.stderr
-    assert "the same task, one backend" in done.stdout
-    assert done.stdout.startswith("The model is scripted")
-    assert "read_file" in done.stdout
-    assert "success" in done.stdout
-
-
 @pytest.mark.parametrize(
     "cassette",
     [
@@ -75,13 +65,16 @@ def test_replay_command(cassette: str, isolated_home: Path) -> None:
     assert any(e["type"] == "tool_use" for e in events)  # every cassette in tests/testing/test_replay.py plays
 
 
-@pytest.mark.e2e  # runs a real subprocess
-def test_replay_of_something_that_is_not_a_cassette(tmp_path: Path, isolated_home: Path) -> None:
+def test_replay_of_something_that_is_not_a_cassette(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Through the console script's entry point in this process, as tests/foundation/test_cli_errors.py sends bad
+    files: refused before anything plays, a Python process of its own would show nothing more."""
+    from unified._cli.main import main
+
     bogus = tmp_path / "notes.txt"
     bogus.write_text("hello")
-    done = _unified("replay", str(bogus), home=isolated_home)
-    assert done.returncode == 2
-    assert "cassette" in done.stderr.lower()
+    code = main(["replay", str(bogus)])
+    assert code == 2
+    assert "cassette" in capsys.readouterr().err.lower()
 
 
 @pytest.mark.anyio

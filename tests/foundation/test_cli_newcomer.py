@@ -3,7 +3,10 @@
 `./scripts/demo` with Node.js hidden, `unified demo` at 80 columns and interrupted with Ctrl-C,
 `unified record` without credentials, `unified serve` with `unified run` against it, JSON Lines
 from every `--json`, one-line errors, `--version`, `-h` and completion. Every case runs the real
-command in a subprocess with its own HOME, XDG folders and data directory.
+command in a subprocess with its own HOME, XDG folders and data directory, but input refused before
+anything runs (a bad session reference, a cut cassette, what `serve` cannot play), which goes through
+the console script's entry point in this process (`_in_process`), as tests/foundation/test_cli_errors.py
+sends bad arguments.
 """
 
 from __future__ import annotations
@@ -57,6 +60,23 @@ def _unified(*args: str, home: Path, cwd: Path | None = None, **extra: str) -> s
         timeout=HANG_GUARD_S,
         check=False,
     )
+
+
+def _in_process(
+    *args: str, home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> subprocess.CompletedProcess[str]:
+    """`_unified` for input refused before anything runs: the console script's entry point in this process (as
+    tests/foundation/test_cli_errors.py sends bad arguments), with `_env`'s environment; a Python start of its own
+    (~0.35 s of CPU) would show nothing more."""
+    from unified._cli.main import main
+
+    for name, value in _env(home).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("UNIFIED_DEBUG", raising=False)
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["unified", *args], code, out, err)
 
 
 def _files(root: Path) -> set[str]:
@@ -138,6 +158,7 @@ def test_the_demo_at_80_columns_shows_turns_and_time_and_explains_the_difference
     lines = done.stdout.splitlines()
     assert lines[0].startswith("The model is scripted: FakeGemini on 127.0.0.1 plays the same 3 turns")
     summary = lines[next(i for i, line in enumerate(lines) if line.startswith("the same task")) :]
+    assert summary[0].startswith("the same task, one backend"), summary[0]
     assert [line for line in [*lines[:3], *summary] if len(line) > 80] == []  # the events are the terminal's to wrap
     header = next(line for line in lines if "backend" in line and "result" in line)
     assert [cell.strip() for cell in header.strip("┃").split("┃")] == [
@@ -286,12 +307,20 @@ def test_serve_points_every_api_backend_and_the_gemini_cli_at_the_fake(served: d
     assert not (Path(served["HOME"]) / ".gemini").exists()  # the CLI wrote under the exported GEMINI_CLI_HOME
 
 
-def test_serve_plays_a_recording_and_refuses_what_it_cannot_play(isolated_home: Path, tmp_path: Path) -> None:
+def test_serve_plays_a_recording_and_refuses_what_it_cannot_play(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
-    _one_error_line(_unified("serve", str(bad), home=isolated_home), EXIT_BAD_INPUT, "not a script this fake can play")
-    _one_error_line(_unified("serve", str(tmp_path / "none.json"), home=isolated_home), EXIT_BAD_INPUT, "no such file")
-    _one_error_line(_unified("serve", "--fake", "nope", home=isolated_home), EXIT_BAD_INPUT, "'nope' is not one of")
+    with monkeypatch.context() as env:
+        refused = [
+            _in_process("serve", str(bad), home=isolated_home, monkeypatch=env, capsys=capsys),
+            _in_process("serve", str(tmp_path / "none.json"), home=isolated_home, monkeypatch=env, capsys=capsys),
+            _in_process("serve", "--fake", "nope", home=isolated_home, monkeypatch=env, capsys=capsys),
+        ]
+    _one_error_line(refused[0], EXIT_BAD_INPUT, "not a script this fake can play")
+    _one_error_line(refused[1], EXIT_BAD_INPUT, "no such file")
+    _one_error_line(refused[2], EXIT_BAD_INPUT, "'nope' is not one of")
     recording = ROOT / "tests" / "recordings" / "json-output.france.responses"
     server = subprocess.Popen(
         [sys.executable, "-m", "unified._cli", "serve", str(recording)],
@@ -335,21 +364,29 @@ def test_sessions_list_and_show_json_are_json_lines(isolated_home: Path, tmp_pat
     assert (empty.returncode, empty.stdout) == (0, "")
 
 
-def test_session_errors_are_one_line_with_documented_codes(isolated_home: Path) -> None:
+def test_session_errors_are_one_line_with_documented_codes(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def unified(*args: str) -> subprocess.CompletedProcess[str]:
+        return _in_process(*args, home=isolated_home, monkeypatch=monkeypatch, capsys=capsys)
+
     _one_error_line(
-        _unified("sessions", "show", "deadbeef", home=isolated_home),
+        unified("sessions", "show", "deadbeef"),
         1,
         "no session matches 'deadbeef' (searched gemini-cli, generate-content, interactions",
     )
-    _one_error_line(_unified("sessions", "show", "", home=isolated_home), EXIT_BAD_INPUT, "reference is empty")
-    _one_error_line(_unified("sessions", "delete", " ", "--yes", home=isolated_home), EXIT_BAD_INPUT, "is empty")
+    _one_error_line(unified("sessions", "show", ""), EXIT_BAD_INPUT, "reference is empty")
+    _one_error_line(unified("sessions", "delete", " ", "--yes"), EXIT_BAD_INPUT, "is empty")
 
 
-def test_a_replay_error_says_file_line_and_what_is_wrong(isolated_home: Path, tmp_path: Path) -> None:
+def test_a_replay_error_says_file_line_and_what_is_wrong(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     lines = (ROOT / "cassettes" / "gemini-cli" / "text-thoughts.jsonl").read_text().splitlines()
     cut = tmp_path / "cut.jsonl"
     cut.write_text("\n".join([*lines[:6], lines[6][:352], *lines[7:]]) + "\n")
-    line = _one_error_line(_unified("replay", str(cut), home=isolated_home), EXIT_BAD_INPUT)
+    refused = _in_process("replay", str(cut), home=isolated_home, monkeypatch=monkeypatch, capsys=capsys)
+    line = _one_error_line(refused, EXIT_BAD_INPUT)
     assert (
         line
         == f"error: {cut}:7: not JSON: a string is never closed (the line may have been cut short), at column "

@@ -312,25 +312,41 @@ def _make(kind: str, path: Path) -> None:
         path.write_text(json.dumps({"turns": [], KEYS[1]: 1}), encoding="utf-8")
 
 
+NOT_A_FILE = [
+    ("fifo", "not a regular file but a FIFO"),
+    ("dev-zero", "not a regular file but a character device"),
+]
+"""Files the command itself must not open as a file: each is run as a user runs it, in a process of its own (a FIFO
+hung the command, /dev/zero ran it out of memory: in the test's own process either would take the worker)."""
+
+NOT_A_CONVERSATION = [
+    ("directory", "not a regular file but a directory"),
+    ("invalid-utf8", "is not a conversation"),
+    ("truncated", "is not a conversation"),
+    ("key-in-extra-field", "is not a conversation"),
+    ("key-as-role", "is not a conversation"),
+    ("result-with-no-call", "no earlier turn made"),
+    ("surrogate-escape", "is not a conversation"),
+    ("key-as-field-name", "is not a conversation"),
+]
+"""Files read and refused: the console script's own entry point (`unified._cli.main.main`) in the test's process,
+which ends each as the command does (one line, exit 2) without a Python start of its own for each."""
+
+
+def _one_line_refusal(code: int, err: str, phrase: str) -> None:
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: "), err
+    assert phrase in lines[0], lines[0]
+    assert KEYS[1][:20] not in err
+
+
 @pytest.mark.e2e
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-@pytest.mark.parametrize(
-    ("kind", "phrase"),
-    [
-        ("fifo", "not a regular file but a FIFO"),
-        ("dev-zero", "not a regular file but a character device"),
-        ("directory", "not a regular file but a directory"),
-        ("invalid-utf8", "is not a conversation"),
-        ("truncated", "is not a conversation"),
-        ("key-in-extra-field", "is not a conversation"),
-        ("key-as-role", "is not a conversation"),
-        ("result-with-no-call", "no earlier turn made"),
-        ("surrogate-escape", "is not a conversation"),
-        ("key-as-field-name", "is not a conversation"),
-    ],
-)
-async def test_a_history_file_that_is_not_a_conversation_ends_with_one_line(
+@pytest.mark.parametrize(("kind", "phrase"), NOT_A_FILE)
+async def test_a_history_file_that_is_not_a_regular_file_ends_the_command_with_one_line(
     kind: str, phrase: str, isolated_home: Path, tmp_path: Path
 ) -> None:
     path = tmp_path / "conversation.json"
@@ -339,12 +355,31 @@ async def test_a_history_file_that_is_not_a_conversation_ends_with_one_line(
     env |= {"HOME": str(isolated_home), "UNIFIED_DATA_DIR": str(isolated_home / "data")}
     env.pop("UNIFIED_DEBUG", None)
     code, out, err = await _unified("run", "hi", "--history", str(path), "--backend", "claude-code", env=env)
-    assert code == 2, (out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: "), err
-    assert phrase in lines[0], lines[0]
-    assert KEYS[1][:20] not in err
+    assert out == ""
+    _one_line_refusal(code, err, phrase)
+
+
+@pytest.mark.parametrize(("kind", "phrase"), NOT_A_CONVERSATION)
+def test_a_history_file_that_is_not_a_conversation_ends_with_one_line(
+    kind: str,
+    phrase: str,
+    isolated_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from unified._cli.main import main
+
+    path = tmp_path / "conversation.json"
+    _make(kind, path)
+    for name in [*os.environ]:
+        if name.startswith(("GEMINI_API", "GOOGLE_", "ANTHROPIC_", "OPENAI_")) or name == "UNIFIED_DEBUG":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("UNIFIED_DATA_DIR", str(isolated_home / "data"))
+    code = main(["run", "hi", "--history", str(path), "--backend", "claude-code"])
+    out, err = capsys.readouterr()
+    assert out == ""
+    _one_line_refusal(code, err, phrase)
 
 
 def test_a_history_file_larger_than_a_run_takes_is_refused_unread(

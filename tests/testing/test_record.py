@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.hang_guard import HANG_GUARD_S
 from unified import ExecuteParams
 from unified.events import Result, ToolResult, ToolUse, UnifiedEvent
 from unified.testing import FakeAcp, FakeGemini, FunctionCall, ModelTurn
@@ -196,14 +193,13 @@ def test_a_chat_record_goes_before_the_acp_update_that_needs_it() -> None:
     assert place_chat_records(entries[:5]) == entries[:5]
 
 
-@pytest.mark.e2e  # runs a real subprocess
-def test_the_record_command_refuses_a_blank_prompt(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "unified._cli", "record", str(tmp_path / "x.yaml"), "  "],
-        capture_output=True,
-        text=True,
-        timeout=HANG_GUARD_S,
-        check=False,
-    )
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == ["error: the prompt is empty (say what the agent should do)"]
+def test_the_record_command_refuses_a_blank_prompt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Through the console script's entry point in this process, as tests/foundation/test_cli_errors.py sends bad
+    arguments: refused before anything runs, a Python process of its own would show nothing more."""
+    from unified._cli.main import main
+
+    code = main(["record", str(tmp_path / "x.yaml"), "  "])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err.strip().splitlines() == ["error: the prompt is empty (say what the agent should do)"]
+    assert not (tmp_path / "x.yaml").exists()
