@@ -353,3 +353,46 @@ async def test_empty_answers_end_with_usage_flagged(tmp_path: Path) -> None:
     assert "the model's turn was malformed once, more than backend_options['max_retries'] asks again" in final.error
     assert "(run again, or raise max_retries" in final.error
     assert final.usage.estimated
+
+
+# --- a reference that matches several sessions, on one line ---------------------------------------------------------
+
+
+def _two_sessions_and_an_empty_record() -> Path:
+    """Two readable generate-content sessions and a zero-byte record, all starting `ab`, in the default store."""
+    import anyio
+
+    from unified.sessions import FileSessionStore
+
+    store = FileSessionStore()
+    for n in (1, 2):
+        anyio.run(store.save, stored_session(f"ab{n}d1234-0000-4000-8000-00000000000{n}", first_prompt=f"task {n}"))
+    empty = store.root / BACKEND / "ab" / "ab3d1234-0000-4000-8000-000000000003.json"
+    empty.touch()
+    return empty
+
+
+def test_an_ambiguous_one_character_reference_lists_the_sessions_on_one_readable_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """FAILED before: "sessions:; ab2d..." (a `;` after the colon) and the hint five blanks after the empty record's
+    row; the zero-byte record is listed (by its id) and left as it was."""
+    empty = _two_sessions_and_an_empty_record()
+    done = _in_process(capsys, "sessions", "show", "a")
+    _assert_one_error_line(done, 1, "'a' matches 3 generate-content sessions: ab")
+    line = done.stderr.strip()
+    assert ":;" not in line
+    assert "  task 2; ab1d1234-0000-4000-8000-000000000001  " in line  # newest first, each row whole
+    assert "  task 1; ab3d1234-0000-4000-8000-000000000003" in line
+    assert "ab3d1234-0000-4000-8000-000000000003 (give more characters of the id" in line
+    assert empty.stat().st_size == 0
+
+
+@pytest.mark.parametrize("ref", ["ab/..", "../ab", "..", "ab1d1234/x"])
+def test_a_reference_with_a_path_in_it_matches_nothing_and_reads_no_file(
+    ref: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: a reference is never a path: `..` or `/` in it matches no session (exit 1), whatever files are near."""
+    _two_sessions_and_an_empty_record()
+    done = _in_process(capsys, "sessions", "show", ref)
+    _assert_one_error_line(done, 1, f"no session matches {ref!r}")

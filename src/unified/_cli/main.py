@@ -206,8 +206,12 @@ def _say(text: str, *, style: str = "", stderr: bool = False) -> None:
 
 
 def _one_line(text: str) -> str:
-    """`text` on one line: a message built for a log (a list, a quoted stderr) joined with `; `."""
-    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+    """`text` on one line: a message built for a log (a list, a quoted stderr) joined with `; `, but for a line that
+    introduces the next (ends with `:`), which a space follows ("matches 2 sessions:; 1a2b..." before round 21)."""
+    joined = ""
+    for line in filter(None, (line.strip() for line in text.splitlines())):
+        joined += ((" " if joined.endswith(":") else "; ") + line) if joined else line
+    return joined
 
 
 _JSON_ERRORS: ContextVar[bool] = ContextVar("unified_cli_json_errors", default=False)
