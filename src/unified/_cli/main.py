@@ -332,7 +332,7 @@ def _known_fallbacks(value: str | None) -> str | None:
     known = known_backends()
     for name in names:
         if name not in known:
-            raise typer.BadParameter(not_one_of(name, known))
+            raise typer.BadParameter(not_one_of(name, tuple(known)))
     return ",".join(names)
 
 
