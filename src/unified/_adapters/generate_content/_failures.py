@@ -11,6 +11,8 @@ The SDK's own retries ignore the server's `RetryInfo.retryDelay`, so the agent l
 
 from __future__ import annotations
 
+import json
+
 import httpx
 from google.genai import errors
 
@@ -78,8 +80,22 @@ def _raised_by_genai(exc: BaseException) -> bool:
     return str(tb.tb_frame.f_globals.get("__name__", "")).startswith("google.genai")
 
 
+def _said(exc: errors.APIError) -> str:
+    """What the server said in an error answer without the API's `message` (a proxy's, a broken server's): the body
+    as it came. It was google-genai's `str()`: "401 None. nope" for the JSON string "nope", a Python repr
+    ("{'message': '', 'status': 'Unauthorized'}") for an empty body (bad input round 21)."""
+    if exc.message and exc.message.strip():
+        return exc.message
+    details = exc.details
+    if isinstance(details, dict) and set(details) <= {"message", "status"}:  # the SDK's wrapper of a body not JSON
+        return "an empty answer"
+    if isinstance(details, str):
+        return details.strip() or "an empty answer"
+    return json.dumps(details, default=str) if details else "an empty answer"
+
+
 def _api_failure(exc: errors.APIError, model: str) -> Failure:
-    said = exc.message or str(exc)
+    said = _said(exc)
     waited = retry_after_header(exc)
     error = error_from_status(exc.code, exc.status, said, body=exc.details, model=model, retry_after_s=waited)
     if isinstance(error, RateLimited):
