@@ -19,11 +19,11 @@ from unified.events import ErrorEvent, Result
 pytestmark = pytest.mark.anyio
 
 
-async def _error(tmp_path: Path, status: int, body: bytes) -> ErrorEvent:
+async def _error(tmp_path: Path, status: int, body: bytes, backend: str = "generate-content") -> ErrorEvent:
     with _Answers([(status, body)] * 2) as server:
         params = ExecuteParams(
             prompt="hi",
-            backend="generate-content",
+            backend=backend,
             model="gemini-2.5-flash",
             cwd=tmp_path,
             backend_options=_options(server),
@@ -39,25 +39,31 @@ async def _error(tmp_path: Path, status: int, body: bytes) -> ErrorEvent:
     return errors[0]
 
 
+@pytest.mark.parametrize("backend", ["generate-content", "interactions"])
 @pytest.mark.parametrize(
     ("status", "body", "code", "said"),
     [
-        (401, b'"nope"', "auth_error", "the Gemini API refused the credentials (401): nope ("),
-        (403, b'{"foo": 1}', "auth_error", 'the Gemini API refused the credentials (403): {"foo": 1} ('),
-        (400, b"[1, 2]", "bad_request", "the Gemini API rejected the request (400): [1, 2] ("),
-        (401, b"", "auth_error", "refused the credentials (401 Unauthorized): an empty answer ("),
-        (403, b"  \n", "auth_error", "refused the credentials (403 Forbidden): an empty answer ("),
+        (401, b'"nope"', "auth_error", "): nope ("),
+        (403, b'{"foo": 1}', "auth_error", '): {"foo": 1} ('),
+        (400, b"[1, 2]", "bad_request", "): [1, 2] ("),
+        (401, b"", "auth_error", "): an empty answer ("),
+        (403, b"  \n", "auth_error", "): an empty answer ("),
     ],
     ids=["json-string", "json-object", "json-array", "empty", "blank"],
 )
 async def test_an_error_without_the_apis_message_quotes_the_body(
-    tmp_path: Path, status: int, body: bytes, code: str, said: str
+    tmp_path: Path, backend: str, status: int, body: bytes, code: str, said: str
 ) -> None:
-    """FAILED before: "401 None. nope", "403 None. {'foo': 1}", "{'message': '', 'status': 'Unauthorized'}"."""
-    error = await _error(tmp_path, status, body)
+    """FAILED before but for the Interactions client's json-string (read right already): "401 None. nope", "403
+    None. {'foo': 1}", "Error code: 403 - {'foo': 1}", "Error code: 401", or google-genai's repr of its wrapper,
+    "{'message': '', 'status': 'Unauthorized'}"."""
+    error = await _error(tmp_path, status, body, backend)
     assert error.code == code
+    what = "refused the credentials" if code == "auth_error" else "rejected the request"
+    assert error.message.startswith(f"the Gemini API {what} ({status}")
     assert said in error.message
     assert "None." not in error.message
+    assert "Error code" not in error.message
     assert "{'" not in error.message
 
 

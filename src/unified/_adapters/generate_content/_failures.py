@@ -11,12 +11,11 @@ The SDK's own retries ignore the server's `RetryInfo.retryDelay`, so the agent l
 
 from __future__ import annotations
 
-import json
-
 import httpx
 from google.genai import errors
 
 from unified._internal.api_errors import (
+    body_said,
     credentials_error,
     error_from_status,
     not_its_json,
@@ -81,17 +80,14 @@ def _raised_by_genai(exc: BaseException) -> bool:
 
 
 def _said(exc: errors.APIError) -> str:
-    """What the server said in an error answer without the API's `message` (a proxy's, a broken server's): the body
-    as it came. It was google-genai's `str()`: "401 None. nope" for the JSON string "nope", a Python repr
-    ("{'message': '', 'status': 'Unauthorized'}") for an empty body (bad input round 21)."""
+    """What the server said in an error answer: the API's `message`, else (a proxy's, a broken server's) the body as
+    it came (`body_said`; google-genai wraps a body that is no JSON as `{"message": text, "status": reason}`)."""
     if exc.message and exc.message.strip():
         return exc.message
     details = exc.details
     if isinstance(details, dict) and set(details) <= {"message", "status"}:  # the SDK's wrapper of a body not JSON
-        return "an empty answer"
-    if isinstance(details, str):
-        return details.strip() or "an empty answer"
-    return json.dumps(details, default=str) if details else "an empty answer"
+        return body_said(None)
+    return body_said(details)
 
 
 def _api_failure(exc: errors.APIError, model: str) -> Failure:

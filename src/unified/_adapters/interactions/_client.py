@@ -34,6 +34,7 @@ import sniffio
 from unified._adapters.interactions._options import InteractionsOptions
 from unified._internal.api_errors import (
     RETRYABLE_STATUS,
+    body_said,
     credentials_error,
     error_from_status,
     not_its_json,
@@ -89,7 +90,7 @@ def describe(exc: BaseException) -> tuple[int | None, Any, str]:
         # `details` list and all), which every error of the run and the subagents' tool results repeated.
         error = exc.body.get("error") if isinstance(exc.body, Mapping) else None
         said = error.get("message") if isinstance(error, Mapping) else None
-        return exc.status_code, exc.body, said if isinstance(said, str) and said.strip() else exc.message
+        return exc.status_code, exc.body, said if isinstance(said, str) and said.strip() else body_said(exc.body)
     if isinstance(exc, errors.APIError):
         return exc.code, {"error": {"details": exc.details}} if exc.details else None, exc.message or str(exc)
     return None, None, f"{type(exc).__name__}: {exc}"
