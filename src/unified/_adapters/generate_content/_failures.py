@@ -82,8 +82,9 @@ def _raised_by_genai(exc: BaseException) -> bool:
 def _said(exc: errors.APIError) -> str:
     """What the server said in an error answer: the API's `message`, else (a proxy's, a broken server's) the body as
     it came (`body_said`; google-genai wraps a body that is no JSON as `{"message": text, "status": reason}`)."""
-    if exc.message and exc.message.strip():
-        return exc.message
+    said = exc.message
+    if said is not None and (not isinstance(said, str) or said.strip()):  # no str: quoted as JSON (error_from_status)
+        return said
     details = exc.details
     if isinstance(details, dict) and set(details) <= {"message", "status"}:  # the SDK's wrapper of a body not JSON
         return body_said(None)
