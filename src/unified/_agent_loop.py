@@ -306,6 +306,16 @@ class _Streaks:
         return self.repeats
 
 
+def _too_often_malformed(why: str, count: int) -> str:
+    """The run's error once the model's turn was malformed more often in a row than `max_retries` allows: what the
+    last one was, how often, and what to do (it said "was malformed 1 times", and nothing to do; round 21)."""
+    times = "once" if count == 1 else f"{count} times in a row"
+    return (
+        f"{why}; the model's turn was malformed {times}, more than backend_options['max_retries'] asks again "
+        "(run again, or raise max_retries; a model that keeps failing so may need a simpler prompt or fewer tools)"
+    )
+
+
 class AgentLoop:
     """One run of an API backend: the session, the tools and the turns, around a `TurnClient`."""
 
@@ -543,9 +553,7 @@ class AgentLoop:
             if turn.malformed is not None:
                 malformed = streaks.botched()
                 if malformed > self.options.max_retries:
-                    return RunOutcome(
-                        status="error", error=f"{turn.malformed}; the model's turn was malformed {malformed} times"
-                    )
+                    return RunOutcome(status="error", error=_too_often_malformed(turn.malformed, malformed))
                 await self._warn("malformed_turn", f"{turn.malformed}; asking the model again")
                 continue
             streaks.kept()
@@ -811,7 +819,7 @@ class _Subagent:
             if turn.malformed is not None:
                 malformed = streaks.botched()
                 if malformed > self.loop.options.max_retries:
-                    return "failed", f"{turn.malformed}; the model's turn was malformed {malformed} times"
+                    return "failed", _too_often_malformed(turn.malformed, malformed)
                 await self._warn("malformed_turn", f"{turn.malformed}; asking the model again")
                 continue
             streaks.kept()

@@ -19,6 +19,7 @@ from unified._exports import publish
 from unified._files import unwritable
 from unified._internal.stream import GuardedStream, StreamGuard, announce_unsupported_options
 from unified._redaction import clip, redact_key_shapes, redactor
+from unified._text import choose_one_of
 from unified.backends import (
     Backend,
     RunContext,
@@ -187,6 +188,7 @@ class _Failover:
         from unified._routing import note_gave_out
 
         params, view, remaining = self.params, ctx, list(self.params.fallback)
+        gave_out: list[tuple[str, UnifiedError]] = []
         while True:
             before = ctx.session_id
             try:
@@ -199,8 +201,10 @@ class _Failover:
                     raise typed from exc
             except UnifiedError as failure:
                 if not remaining or failure.code not in self.params.failover_on:
+                    _name_the_chain(failure, gave_out)
                     raise
                 failed = self._current.name
+                gave_out.append((failed, failure))
                 started = ctx.session_id if ctx.session_id != before else None
                 note_gave_out(failed, failure)
                 params, left = await self._next_params(params, remaining.pop(0), failed, started)
@@ -252,6 +256,23 @@ class _Failover:
             }
         )
         return _as_run_on(following, chosen.backend), left
+
+
+def _name_the_chain(failure: UnifiedError, gave_out: list[tuple[str, UnifiedError]]) -> None:
+    """`failure` (the error that ends a run after a failover) made to name each backend that gave out before, and
+    why, in its message and `details["gave_out"]`: the run's error named only the last one, so a chain where every
+    backend failed read as if one had been tried (bad input round 21), the others' reasons left in the `failover`
+    events a reader of `result.error` never sees."""
+    if not gave_out:
+        return
+    earlier = ", then ".join(
+        f"{name} gave out ({error.code}: {clip(error.message, 300, more='…')})" for name, error in gave_out
+    )
+    failure.message = f"{failure.message}; this backend ran as the fallback after {earlier}"
+    failure.details["gave_out"] = [
+        {"backend": name, "code": error.code, "message": error.message} for name, error in gave_out
+    ]
+    failure.args = (f"{failure.message} ({failure.hint})" if failure.hint else failure.message,)
 
 
 def _as_run_on(params: ExecuteParams, backend: str) -> ExecuteParams:
@@ -461,7 +482,7 @@ def _check_fallback(params: ExecuteParams) -> None:
     unknown = [name for name in names if name != "auto" and name not in known]
     if unknown:
         raise ConfigurationError(
-            f"fallback names an unknown backend {unknown[0]!r}", hint=f"choose one of: {', '.join(sorted(known))}"
+            f"fallback names an unknown backend {unknown[0]!r}", hint=choose_one_of(unknown[0], sorted(known))
         )
 
 

@@ -33,6 +33,7 @@ from unified._auth import (
     openai_modes,
     resolve_api_auth,
 )
+from unified._text import choose_one_of
 from unified.errors import ConfigurationError, RoutingError, UnifiedError
 from unified.types import BackendOptions, ExecuteParams
 
@@ -137,12 +138,10 @@ def select_backend(
         )
     candidates = [only] if only is not None else _auto_backends()
     if only is not None and only not in capabilities.BACKENDS:
-        raise ConfigurationError(f"unknown backend {only!r}", hint=f"choose one of: {', '.join(capabilities.BACKENDS)}")
+        raise ConfigurationError(f"unknown backend {only!r}", hint=choose_one_of(only, capabilities.BACKENDS))
     if prefer is not None and prefer not in candidates:
         if prefer not in capabilities.BACKENDS:
-            raise ConfigurationError(
-                f"unknown backend {prefer!r}", hint=f"choose one of: {', '.join(capabilities.BACKENDS)}"
-            )
+            raise ConfigurationError(f"unknown backend {prefer!r}", hint=choose_one_of(prefer, capabilities.BACKENDS))
         candidates.append(prefer)  # a backend auto never picks alone (scripted) may still be asked for
 
     qualifying: list[tuple[str, str]] = []

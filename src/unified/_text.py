@@ -15,11 +15,20 @@ CLI writes its session files with the same `JSON.stringify`, and `unified sessio
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from unified._limits import MAX_JSON_DEPTH
 
-__all__ = ["escapes_surrogates", "json_type", "loaded_well_formed", "well_formed", "well_formed_json"]
+__all__ = [
+    "choose_one_of",
+    "escapes_surrogates",
+    "json_type",
+    "loaded_well_formed",
+    "nearest",
+    "well_formed",
+    "well_formed_json",
+]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 """A code point no UTF-8 holds. In a `str` every surrogate is alone: a JSON pair parses into one character."""
@@ -74,3 +83,22 @@ def json_type(value: object) -> str:
     if isinstance(value, list):
         return "an array"
     return "an object" if isinstance(value, dict) else type(value).__name__
+
+
+def nearest(value: str, choices: Iterable[str]) -> str | None:
+    """The one of `choices` that `value` most likely misspells (case and spaces aside), or None: what an error
+    refusing a name offers back, so the reader need not spot it in a list."""
+    import difflib  # only for the message: `import unified` stays without it
+
+    folded = {choice.lower(): choice for choice in choices}
+    near = difflib.get_close_matches(value.strip().lower(), list(folded), n=1)
+    return folded[near[0]] if near else None
+
+
+def choose_one_of(value: str, choices: Iterable[str]) -> str:
+    """The hint of an error refusing `value` as no one of `choices`: the nearest first, then them all. An unknown
+    backend (`claude`, `generate-contnet`) listed every backend and left the reader to spot the one meant (bad
+    input round 21)."""
+    listed = list(choices)
+    near = nearest(value, listed)
+    return f"{f'did you mean {near!r}? ' if near else ''}choose one of: {', '.join(listed)}"

@@ -35,6 +35,7 @@ from importlib.metadata import entry_points
 from typing import Any, NamedTuple, Protocol, cast
 
 from unified._sessions.records import SessionInfo, SessionStore
+from unified._text import choose_one_of
 from unified.conversations import Conversation
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.events import JsonValue, ResultStatus, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
@@ -344,7 +345,7 @@ def _entry(name: str) -> BackendEntry:
         return table[name]
     except KeyError:
         raise ConfigurationError(
-            f"unknown backend {name!r}", hint=f"choose one of: {', '.join(sorted(known_backends()))}"
+            f"unknown backend {name!r}", hint=choose_one_of(name, sorted(known_backends()))
         ) from None
 
 

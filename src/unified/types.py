@@ -15,6 +15,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from unified._files import read_regular
 from unified._redaction import REDACTED, redact_mapping
 from unified._sessions.records import SessionStore
+from unified._text import nearest
 from unified._urls import url_problem
 from unified.conversations import Conversation
 from unified.events import ERROR_CODES, UserInputRequest, UserInputResponse
@@ -232,10 +233,8 @@ def _error_code(value: object) -> object:
     """A `failover_on` entry that is no error code (`rate_limit`, `429`) is refused: no run ever ends with it, so
     the run it was meant to move on never did, and nothing said why (round 20)."""
     if isinstance(value, str) and value not in ERROR_CODES:
-        import difflib  # only for the message: `import unified` stays without it
-
-        near = difflib.get_close_matches(value, sorted(ERROR_CODES), n=1)
-        guess = f"did you mean {near[0]!r}? " if near else ""
+        near = nearest(value, sorted(ERROR_CODES))
+        guess = f"did you mean {near!r}? " if near else ""
         raise ValueError(
             f"{value!r} is no error code, so no run would ever fail over on it; {guess}"
             f"the codes are unified.events.ErrorCode (docs/protocol.md, Codes)"

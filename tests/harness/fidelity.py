@@ -150,8 +150,9 @@ def expected_of(turns: Sequence[RecordedTurn]) -> Expected:
     expected = Expected()
     for turn in turns:
         chunks = turn.response if isinstance(turn.response, list) else [turn.response]
-        if not chunks:
+        if not chunks:  # an answer that reported no usage either: its input tokens are unmeasured
             expected.empty_streams += 1
+            expected.unreported.add("input_tokens")
             continue
         meta: dict[str, Any] | None = None
         has_output = has_thought = calls = continuing = False

@@ -8,9 +8,21 @@ library, and nothing newer than Python 3.6, on purpose.
 
 import sys
 
-__all__ = ["DEMO_BACKENDS", "check_arguments"]
+__all__ = ["DEMO_BACKENDS", "check_arguments", "not_one_of"]
 
 DEMO_BACKENDS = ("gemini-cli", "generate-content", "interactions", "claude-code", "codex")
+
+
+def not_one_of(value, choices):  # type: (str, tuple[str, ...]) -> str
+    """Why `value` is refused, naming the choice nearest to it: `claude` or `generate-contnet` listed every
+    backend, leaving the reader to spot the one meant (bad input round 21). Here, not in the CLI, because
+    `scripts/demo` refuses a bad `--backend` with this file alone, and every `--backend` says it alike."""
+    import difflib  # only for this message: the CLI's start loads nothing it does not use
+
+    folded = {choice.lower(): choice for choice in choices}
+    near = difflib.get_close_matches(value.strip().lower(), list(folded), n=1)
+    guess = f" (did you mean {folded[near[0]]!r}?)" if near else ""
+    return "{!r} is not one of: {}{}".format(value, ", ".join(choices), guess)
 
 
 def check_arguments(argv):  # type: (list[str]) -> str | None
@@ -24,7 +36,7 @@ def check_arguments(argv):  # type: (list[str]) -> str | None
             if value is None:
                 return "Option '--backend' requires an argument."
             if value not in choices:
-                return f"Invalid value for '--backend': {value!r} is not one of: {', '.join(choices)}"
+                return "Invalid value for '--backend': " + not_one_of(value, choices)
     return None
 
 

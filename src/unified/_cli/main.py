@@ -29,7 +29,7 @@ import typer
 import typer.core
 from anyio import CancelScope
 
-from unified._cli.demo_backends import DEMO_BACKENDS
+from unified._cli.demo_backends import DEMO_BACKENDS, not_one_of
 from unified._cli.serve import FAKE_SERVERS, FakeServer, ServedFake
 from unified._redaction import clip, redact, redact_key_shapes
 from unified.errors import ConfigurationError, SessionNotFound, UnifiedError
@@ -206,8 +206,12 @@ def _say(text: str, *, style: str = "", stderr: bool = False) -> None:
 
 
 def _one_line(text: str) -> str:
-    """`text` on one line: a message built for a log (a list, a quoted stderr) joined with `; `."""
-    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+    """`text` on one line: a message built for a log (a list, a quoted stderr) joined with `; `, but for a line that
+    introduces the next (ends with `:`), which a space follows ("matches 2 sessions:; 1a2b..." before round 21)."""
+    joined = ""
+    for line in filter(None, (line.strip() for line in text.splitlines())):
+        joined += ((" " if joined.endswith(":") else "; ") + line) if joined else line
+    return joined
 
 
 _JSON_ERRORS: ContextVar[bool] = ContextVar("unified_cli_json_errors", default=False)
@@ -282,7 +286,7 @@ def _choice(values: tuple[str, ...] | Callable[[], tuple[str, ...]]) -> Callable
     def check(value: str | None) -> str | None:
         choices = values() if callable(values) else values
         if value is not None and value not in choices:
-            raise typer.BadParameter(f"{value!r} is not one of: {', '.join(choices)}")
+            raise typer.BadParameter(not_one_of(value, choices))
         return value
 
     return check
@@ -314,7 +318,7 @@ def _known_backend(value: str) -> str:
 
     choices = ("auto", *known_backends())
     if value not in choices:
-        raise typer.BadParameter(f"{value!r} is not one of: {', '.join(choices)}")
+        raise typer.BadParameter(not_one_of(value, choices))
     return value
 
 
@@ -328,7 +332,7 @@ def _known_fallbacks(value: str | None) -> str | None:
     known = known_backends()
     for name in names:
         if name not in known:
-            raise typer.BadParameter(f"{name!r} is not one of: {', '.join(known)}")
+            raise typer.BadParameter(not_one_of(name, tuple(known)))
     return ",".join(names)
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "HTTP_OF_STATUS",
     "RETRYABLE_STATUS",
     "UNFIT_ERRORS",
+    "body_said",
     "credentials_error",
     "error_from_status",
     "not_its_json",
@@ -132,6 +133,16 @@ def _page_said(message: str) -> str:
     named = f"{words!r}, " if words else ""
     size = len(message.encode(errors="replace"))
     return f"an HTML page ({named}{size} bytes) instead of the API's JSON, likely a proxy's or load balancer's"
+
+
+def body_said(body: object) -> str:
+    """What an error answer without the API's `message` said, for its error to quote: the body as it came (a JSON
+    string as its text, other JSON as JSON), or "an empty answer". Either SDK's own words for it were no quote: "401
+    None. nope" (google-genai), "Error code: 403 - {'foo': 1}" (its Interactions client), a Python repr of its
+    wrapper for an empty body (bad input round 21)."""
+    if isinstance(body, str):
+        return body.strip() or "an empty answer"
+    return json.dumps(body, default=str) if body else "an empty answer"
 
 
 def error_from_status(

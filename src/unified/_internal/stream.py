@@ -1045,7 +1045,9 @@ class StreamGuard:
                 duration_ms=round((self._clock() - self._started) * 1000),
                 turns=turns,
                 short_id=(outcome.short_id if outcome and outcome.short_id else session.short_id if session else None),
-                backend=session.backend if session is not None else self.backend.name,
+                # After a failover, the backend that ran last, though it started no session (it failed first):
+                # the session left is the failed backend's, and naming that one said the wrong backend finished.
+                backend=session.backend if session is not None and not self.agg.switched else self.backend.name,
                 error=error,
             )
         )

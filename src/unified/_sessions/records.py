@@ -185,10 +185,11 @@ def _describe(sessions: Sequence[SessionInfo], limit: int = 5, *, whole_ids: boo
     """One line per session, the most recent `limit`: its short id (`whole_ids`: its whole id, for the
     candidates of an ambiguous reference, which may all share one short id), its time, its first prompt."""
     recent = sorted(sessions, key=by_recency, reverse=True)
-    lines = [  # one line each: a prompt may have many
+    lines = [  # one line each: a prompt may have many; none ends in blanks (an unreadable record has no time or
+        # prompt: the hint after the last line stood five spaces off, round 21)
         f"  {clip(s.session_id, 80, more='…') if whole_ids else s.short_id}  "
         f"{(s.updated_at or s.started_at or '')!s:.19}  "
-        f"{clip(' '.join((s.summary or s.first_prompt or '').split()), 60)}"
+        f"{clip(' '.join((s.summary or s.first_prompt or '').split()), 60)}".rstrip()
         for s in recent[:limit]
     ]
     more = len(sessions) - limit

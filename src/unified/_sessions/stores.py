@@ -71,6 +71,7 @@ from unified._sessions.records import (
 )
 from unified._text import escapes_surrogates, well_formed_json
 from unified.errors import (
+    ConfigurationError,
     CorruptSession,
     SessionError,
     SessionInUse,
@@ -144,7 +145,26 @@ def _find_sessions_root() -> Path:
     override = os.environ.get("UNIFIED_DATA_DIR")
     if not override:
         return Path(platformdirs.user_data_dir("unified", appauthor=False)) / "sessions"
-    return Path(override).expanduser().absolute() / "sessions"
+    return _given_root(override) / "sessions"
+
+
+def _given_root(root: object) -> Path:
+    """A `FileSessionStore(root)` as a directory, read as `UNIFIED_DATA_DIR` is (`~` expanded, made absolute).
+
+    A `str` (what most callers pass, whatever the annotation says) was kept as it was, and the store's first
+    save or listing failed deep inside with "TypeError: unsupported operand type(s) for /: 'str' and 'str'"
+    (bad input round 21); an empty one would have been `.`, the sessions written wherever the process runs."""
+    if isinstance(root, bytes) or not isinstance(root, str | os.PathLike):
+        raise ConfigurationError(
+            f"FileSessionStore's root is {type(root).__name__}, not a path",
+            hint="pass the store's directory as a str or pathlib.Path, or None for the default",
+        )
+    if not os.fspath(root):
+        raise ConfigurationError(
+            "FileSessionStore's root is empty, which names no directory (it would be the current one)",
+            hint="pass the store's directory, or None for the default ($UNIFIED_DATA_DIR/sessions)",
+        )
+    return Path(root).expanduser().absolute()
 
 
 _sessions_root = PerEnvironment(_find_sessions_root)
@@ -795,8 +815,8 @@ class FileSessionStore(BlockingSessionStore):
     filesystem (flock is advisory and not reliable over some network filesystems).
     """
 
-    def __init__(self, root: Path | None = None) -> None:
-        self.root = root if root is not None else sessions_root()
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = sessions_root() if root is None else _given_root(root)
         self._written: dict[Path, bytes | None] = {}
         """Per record leased through this store: the bytes this store last wrote there (None before
         its first write). A record that still holds them is readable by construction, so the next

@@ -15,6 +15,7 @@ import httpx
 from google.genai import errors
 
 from unified._internal.api_errors import (
+    body_said,
     credentials_error,
     error_from_status,
     not_its_json,
@@ -78,8 +79,20 @@ def _raised_by_genai(exc: BaseException) -> bool:
     return str(tb.tb_frame.f_globals.get("__name__", "")).startswith("google.genai")
 
 
+def _said(exc: errors.APIError) -> str:
+    """What the server said in an error answer: the API's `message`, else (a proxy's, a broken server's) the body as
+    it came (`body_said`; google-genai wraps a body that is no JSON as `{"message": text, "status": reason}`)."""
+    said = exc.message
+    if said is not None and (not isinstance(said, str) or said.strip()):  # no str: quoted as JSON (error_from_status)
+        return said
+    details = exc.details
+    if isinstance(details, dict) and set(details) <= {"message", "status"}:  # the SDK's wrapper of a body not JSON
+        return body_said(None)
+    return body_said(details)
+
+
 def _api_failure(exc: errors.APIError, model: str) -> Failure:
-    said = exc.message or str(exc)
+    said = _said(exc)
     waited = retry_after_header(exc)
     error = error_from_status(exc.code, exc.status, said, body=exc.details, model=model, retry_after_s=waited)
     if isinstance(error, RateLimited):

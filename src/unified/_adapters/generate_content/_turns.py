@@ -252,7 +252,9 @@ class GenerateContentTurns:
                     await emit(event)
         finally:
             await _close(stream)
-        end = TurnEnd(usage=turn.usage or Usage())
+        # An answer without `usageMetadata` (a proxy's, a stream cut before its last chunk) measured nothing: its 0
+        # input tokens are flagged, as an answer's unread counts are (round 21: the run's usage read as measured).
+        end = TurnEnd(usage=turn.usage or Usage.model_construct(estimated=True))
         end.malformed = turn.malformed
         if end.malformed is not None:
             return end

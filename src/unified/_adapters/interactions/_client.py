@@ -34,6 +34,7 @@ import sniffio
 from unified._adapters.interactions._options import InteractionsOptions
 from unified._internal.api_errors import (
     RETRYABLE_STATUS,
+    body_said,
     credentials_error,
     error_from_status,
     not_its_json,
@@ -61,6 +62,7 @@ __all__ = [
     "failure_from_exception",
     "is_api_error",
     "is_connection_error",
+    "lost_interaction",
     "sdk_request",
     "to_json",
 ]
@@ -88,7 +90,7 @@ def describe(exc: BaseException) -> tuple[int | None, Any, str]:
         # `details` list and all), which every error of the run and the subagents' tool results repeated.
         error = exc.body.get("error") if isinstance(exc.body, Mapping) else None
         said = error.get("message") if isinstance(error, Mapping) else None
-        return exc.status_code, exc.body, said if isinstance(said, str) and said.strip() else exc.message
+        return exc.status_code, exc.body, said if isinstance(said, str) and said.strip() else body_said(exc.body)
     if isinstance(exc, errors.APIError):
         return exc.code, {"error": {"details": exc.details}} if exc.details else None, exc.message or str(exc)
     return None, None, f"{type(exc).__name__}: {exc}"
@@ -127,8 +129,26 @@ def error_from_exception(exc: BaseException, what: str, model: str | None = None
     return failure
 
 
-def failure_from_exception(exc: BaseException) -> Failure | None:
-    """What a failed Interactions API call means for the retry policy (None: not a request failure)."""
+def lost_interaction(error: UnifiedError, previous: str) -> UnifiedError:
+    """`error` for a request that continues interaction `previous`: a 404 there is that interaction gone (expired, or
+    deleted), whatever words the server chose. Unless its message said "interaction", it read as `model_not_found`
+    "the Gemini API does not serve the requested model ... check the model name" (Google's own 404 says "Requested
+    entity was not found."): the session's model was fine, and the resume never could work (bad input round 21)."""
+    if error.code != "model_not_found" or error.details.get("http_status") != 404:
+        return error
+    said = error.details.get("message")
+    return BackendError(
+        f"the Interactions API no longer holds interaction {previous}, which this session continues (404): {said}",
+        hint="stored interactions expire; start a new session, or carry this one's history into one (`unified "
+        "sessions export REF`, then `unified run --history`); if you changed the model, check its name too",
+        code="interaction_not_found",
+        details={**error.details, "previous_interaction_id": previous},
+    )
+
+
+def failure_from_exception(exc: BaseException, model: str | None = None) -> Failure | None:
+    """What a failed Interactions API call means for the retry policy (None: not a request failure); `model` (or
+    agent) is what a 404 names: it said "the requested model" (round 21), where generate-content names it."""
     if isinstance(exc, UnreadableStream):  # the answer's fault, not the request's: asked again, as a cut stream is
         return Failure("transient", not_its_json(str(exc)))
     if isinstance(exc, FailedBeforeOutput):  # its HTTP twin's kind: a 429 waits as a rate limit does
@@ -140,7 +160,7 @@ def failure_from_exception(exc: BaseException) -> Failure | None:
         credentials = credentials_error(exc) or unreadable_response(exc)
         return Failure("fatal", credentials) if credentials is not None else None
     status, _, _ = describe(exc)
-    error = error_from_exception(exc, "an Interactions API request")
+    error = error_from_exception(exc, "an Interactions API request", model)
     asked = error.details.get("retry_after_s")  # the body's RetryInfo, else the answer's Retry-After
     if status == 429:
         return Failure("rate_limit", error, asked)

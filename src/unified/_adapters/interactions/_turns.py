@@ -15,6 +15,7 @@ before sending it sends it on resume.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
@@ -30,6 +31,7 @@ from unified._adapters.interactions._client import (
     failure_from_exception,
     is_api_error,
     is_connection_error,
+    lost_interaction,
 )
 from unified._adapters.interactions._conversation import (
     conversation_from_steps,
@@ -172,7 +174,10 @@ class InteractionsTurns:
         await self._events.warn(code, message)
 
     def classify(self, exc: BaseException) -> Failure | None:
-        return failure_from_exception(exc)
+        failure = failure_from_exception(exc, self.model)
+        if failure is not None and self.previous is not None:
+            return dataclasses.replace(failure, error=lost_interaction(failure.error, self.previous))
+        return failure
 
     async def abandon(self) -> None:
         """A run stopped mid-interaction cancels it server-side (best effort, bounded)."""
