@@ -1,0 +1,161 @@
+"""Red team, round 31: what the model's own patterns cost the host, and read-only shapes held.
+
+Hole (each test marked SUCCEEDED before hangs on the code before its fix):
+
+- Claude Code's Glob permission check (`_protected.glob_links_out`, round 26) turned the model's pattern into a
+  Python `re` regex and fullmatched every entry of the workspace it walks with it. `re` backtracks: a pattern of
+  16 `*a` in one folder against a folder named with 40 `a`s (and the file in it) ran for minutes (measured:
+  `*a` x 8 took 5.8 s, x 10 took 71 s, each two more about ten times longer; 30 `*` or 20 `?*` alike), holding the GIL,
+  so every task of the host stopped with it, and the worker thread could not be cancelled. Now RE2
+  (`_regex.compile_pattern`), linear in the name: each of them takes under a millisecond; a pattern RE2 will not
+  compile within its memory is asked (fail closed).
+
+Pins (held before and after): Codex's read-only commands whose options write, run a program or follow links are
+asked (`_read_only.not_read_only`); the plain ones beside them stay unasked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.security.test_red_team_round7 import _claude_answer
+from unified.tools import _protected
+from unified.tools._read_only import not_read_only
+
+pytestmark = [pytest.mark.anyio, pytest.mark.unit]
+
+LONG = "a" * 40
+DEEP = 24
+
+
+@pytest.fixture
+def hostile_ws(tmp_path: Path) -> Path:
+    """A workspace with a folder of a long name (the model may write one, or the repository holds one) with a file in
+    it, and a chain of folders `DEEP` deep."""
+    ws = tmp_path / "ws"
+    (ws / LONG).mkdir(parents=True)
+    (ws / LONG / "f.txt").write_text("x")
+    chain = ws.joinpath(*(["d"] * DEEP))
+    chain.mkdir(parents=True)
+    (chain / "f.txt").write_text("x")
+    return ws
+
+
+BACKTRACKING = [
+    pytest.param("*a" * 16 + "*b/x", id="star-a-x16"),
+    pytest.param("*" * 30 + "b/x", id="thirty-stars"),
+    pytest.param("?*" * 20 + "b/x", id="any-star-x20"),
+    pytest.param("a*" * 16 + "/**/b/x", id="a-star-then-globstar"),
+    pytest.param("*a" * 12 + "*/**/" * 4 + "b/x", id="mixed"),
+    pytest.param("a" + "*a" * 16 + "*c/**/x", id="literal-start"),
+    pytest.param("*a" * 16 + "*b/lnk/*", id="star-a-then-link-name"),
+]
+
+
+@pytest.mark.parametrize("pattern", BACKTRACKING)
+def test_a_glob_pattern_that_backtracks_is_judged_in_linear_time(hostile_ws: Path, pattern: str) -> None:
+    """SUCCEEDED before: the check ran for minutes (each killed at 15 s, measured outside pytest), the GIL held. No
+    link is in the workspace, so the answer is None, as before, only now at once."""
+    assert _protected.glob_links_out(hostile_ws, pattern, [hostile_ws]) is None
+
+
+@pytest.mark.parametrize("pattern", BACKTRACKING[:4])
+async def test_a_claude_code_glob_that_backtracks_is_answered(hostile_ws: Path, pattern: str) -> None:
+    """SUCCEEDED before: the permission request for the Glob hung the host. Now it is answered, and allowed as a
+    Glob past no link is (round 26's pin)."""
+    body, decision = await _claude_answer(hostile_ws, "Glob", {"pattern": pattern})
+    assert body == {"behavior": "allow"}, (pattern, decision.reason)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        pytest.param("*a" * 16 + "*/lnk/*", id="backtracking-star-folder"),
+        pytest.param("**/" * 16 + "lnk/*", id="backtracking-globstar"),
+        pytest.param("*/lnk/*", id="star"),
+        pytest.param("[a]*/lnk/*", id="class"),
+    ],
+)
+async def test_a_link_out_behind_such_a_pattern_is_still_asked(hostile_ws: Path, tmp_path: Path, pattern: str) -> None:
+    """Pin of the fix: RE2 matches what `re` did; a link out of the workspace a wildcard folder leads to is asked."""
+    (tmp_path / "elsewhere").mkdir()
+    (hostile_ws / LONG / "lnk").symlink_to(tmp_path / "elsewhere")
+    body, decision = await _claude_answer(hostile_ws, "Glob", {"pattern": pattern})
+    assert body["behavior"] == "deny", (pattern, body)
+    assert "link out of the workspace" in str(decision.reason)
+
+
+def test_a_name_that_is_not_utf8_is_matched_not_raised(tmp_path: Path) -> None:
+    """Pin: a folder name with a byte that is not UTF-8 (RE2 takes only UTF-8) is matched as `?` reads it."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    odd = ws / "bad\udcff"
+    odd.mkdir()
+    (odd / "lnk").symlink_to(tmp_path / "elsewhere")
+    assert "link out of the workspace" in str(_protected.glob_links_out(ws, "bad?/lnk/*", [ws]))
+
+
+def test_a_pattern_too_large_to_compile_is_asked(tmp_path: Path) -> None:
+    """Fail closed: a pattern whose regex RE2 refuses to build within its memory is answered with a reason (asked),
+    not passed over and not raised."""
+    ws = tmp_path / "ws"
+    (ws / "a").mkdir(parents=True)
+    pattern = "/".join(["a*"] * 600) + "/x"
+    assert "too large to check" in str(_protected.glob_links_out(ws, pattern, [ws]))
+
+
+# Pins: Codex's read-only commands (run unasked when Codex and unified both call them reads)
+
+ASKED = [
+    "sort -ox f",
+    "sort --out=x f",
+    "sort --comp=sh f",
+    "rg --pre=sh x",
+    "rg -j1 --pre=x y",
+    "rg --hostname-b=./x y",
+    "grep --dereference-rec x .",
+    "tree -ox .",
+    "tree --out=x .",
+    "tree --fromf x",
+    "git grep --open=vim x",
+    "git grep -Ovim x",
+    "git grep --textc x",
+    "git grep x -- :/",
+    "sed -n 1p --in=x f",
+    "sed -n 1w f",
+    "sed -n -e1p f",
+    "wc --files0=x",
+    "du --files0=x",
+    "fd --exec-b touch",
+    "fdfind -xtouch",
+    "fd -Lx touch",
+    "find . -delete",
+    "find . -fprint0 x",
+    "find . -okdir x ;",
+    "find -L .",
+    "ls -lL .",
+    "du -Lc .",
+    "echo hi >| x",
+    "echo hi &> x",
+    "cat f 2>/dev/tty",
+    "cat <(touch x)",
+    "cat a|tee x",
+]
+
+
+@pytest.mark.parametrize("command", ASKED)
+def test_a_read_only_program_s_writing_or_running_option_is_asked(command: str) -> None:
+    """Pin: each writes, runs a program or follows links, whatever its spelling (abbreviated, in a cluster,
+    attached)."""
+    assert not_read_only(command) is not None
+
+
+@pytest.mark.parametrize(
+    "command", ["sed -n '$p' f", "sed -n 1,2p f g", "grep -rn x .", "find . -name '*.py' -print", "rg -n x", "ls -R ."]
+)
+def test_plain_reads_stay_unasked(command: str) -> None:
+    """Pin: the same programs reading only run unasked."""
+    assert not_read_only(command) is None
