@@ -10,17 +10,27 @@ Hole (each test marked SUCCEEDED before hangs on the code before its fix):
   (`_regex.compile_pattern`), linear in the name: each of them takes under a millisecond; a pattern RE2 will not
   compile within its memory is asked (fail closed).
 
+- every text the redactor looked at for a key's loose forms (a tool's output, each `tool_progress` piece, the events)
+  read the lines after a hex offset (`00000000: `) with `_DUMP_TEXT` (`^(.*?)\\s*(?:\\|(.*)\\||>(.*)<)\\s*$|...`):
+  quadratic in a line of `|`, `>` or spaces (20,000 `|` after an offset: 7.1 s a call, 5.5 s more for
+  `fragment_spans`; the GIL held, so the host stopped). A model's command printing such a line froze the run. Now
+  `_redaction._dump_columns` finds the same columns with `str` methods (no mismatch with the old expression over
+  300,000 random lines) and `_XXD_TEXT`, which is linear.
+
 Pins (held before and after): Codex's read-only commands whose options write, run a program or follow links are
 asked (`_read_only.not_read_only`); the plain ones beside them stay unasked.
 """
 
 from __future__ import annotations
 
+import random
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.security.test_red_team_round7 import _claude_answer
+from unified._redaction import REDACTED, _dump_columns, redactor
 from unified.tools import _protected
 from unified.tools._read_only import not_read_only
 
@@ -159,3 +169,63 @@ def test_a_read_only_program_s_writing_or_running_option_is_asked(command: str) 
 def test_plain_reads_stay_unasked(command: str) -> None:
     """Pin: the same programs reading only run unasked."""
     assert not_read_only(command) is None
+
+
+# The redactor's hex dump columns
+
+KEY = "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
+SIZE = 200_000
+"""Characters of a hostile line: about 12 minutes of backtracking before the fix (20,000 took 7 s, quadratic)."""
+
+HOSTILE_LINES = [
+    pytest.param("00000000: " + "|" * SIZE + "x\n", id="bars"),
+    pytest.param("00000000: x" + " " * SIZE + "y\n", id="spaces"),
+    pytest.param("00000000: " + "| " * (SIZE // 2) + "x\n", id="bars-and-spaces"),
+    pytest.param("00000000: " + ">" * SIZE + "x\n", id="openings"),
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE_LINES)
+def test_a_dump_line_that_backtracked_is_read_in_linear_time(text: str) -> None:
+    """SUCCEEDED before: each call backtracked for minutes (quadratic in the line), the GIL held: a command's output
+    froze the host. It holds no key: it comes back as it was."""
+    clean = redactor({"GEMINI_API_KEY": KEY})
+    assert clean(text) == text
+    assert clean.fragment_spans(text) == []
+
+
+def test_a_key_in_a_hexdump_text_column_is_still_replaced() -> None:
+    """Pin of the fix: `hexdump -C` of a key (its text column framed by `|`) is replaced, as before."""
+    data = f"key={KEY}\n".encode()
+    lines = []
+    for at in range(0, len(data), 16):
+        chunk = data[at : at + 16]
+        shown = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append(f"{at:08x}  {' '.join(f'{b:02x}' for b in chunk):<47}  |{shown}|")
+    text = "\n".join(lines) + "\n"
+    assert KEY[:12] not in redactor({"GEMINI_API_KEY": KEY})(text).replace("\n", "")
+    assert REDACTED in redactor({"GEMINI_API_KEY": KEY})(text)
+
+
+OLD_DUMP_TEXT = re.compile(r"^(.*?)\s*(?:\|(.*)\||>(.*)<)\s*$|^([0-9A-Fa-f]{2,}(?: [0-9A-Fa-f]{2,})*) {2,}(.+)$")
+"""The expression `_dump_columns` replaced: the reference it must agree with."""
+
+
+def _old_columns(line: str) -> tuple[tuple[str, int], tuple[str, int]] | None:
+    parts = OLD_DUMP_TEXT.match(line)
+    if parts is None:
+        return None
+    if parts[4] is not None:
+        return (parts[4], parts.start(4)), (parts[5], parts.start(5))
+    which = 2 if parts[2] is not None else 3
+    return (parts[1], 0), (parts[which], parts.start(which))
+
+
+def test_the_columns_are_those_the_old_expression_found() -> None:
+    """Pin of the fix: on 20,000 short lines of the characters that matter (seeded), the same columns at the same
+    places."""
+    chars = "| ><ab0f \t\r\x0b\u2028\u3000."
+    rnd = random.Random(31)
+    lines = ["".join(rnd.choice(chars) for _ in range(rnd.randint(0, 14))) for _ in range(20_000)]
+    lines += ["00 11 22  ab|cd|", "41 42  AB", "x |abc|  ", " >a<", "|", "||", "a|b", "  |x|", "6b 65  key >k<"]
+    assert [_dump_columns(line) for line in lines] == [_old_columns(line) for line in lines]
