@@ -17,6 +17,11 @@ Hole (each test marked SUCCEEDED before hangs on the code before its fix):
   `_redaction._dump_columns` finds the same columns with `str` methods (no mismatch with the old expression over
   300,000 random lines) and `_XXD_TEXT`, which is linear.
 
+Left, measured: `_redaction._URL_QUERY_SECRET` is cubic in a text of `?_?_...` (6,000 characters: 8.5 s) and
+`_URL_PASSWORD` / `_URL_TOKEN_USER` quadratic in a run of letters (20,000: 1.4 s); they read the host's httpx log
+records (only when it logs httpx at INFO) and option reprs, not a tool's output. `rg -z` and `file -z` stay unasked
+reads though they start decompressors found through PATH (fixed names, no program of the model's).
+
 Pins (held before and after): Codex's read-only commands whose options write, run a program or follow links are
 asked (`_read_only.not_read_only`); the plain ones beside them stay unasked.
 """
