@@ -450,8 +450,25 @@ _GRAM = 8
 _GRAMS_FROM = 64
 """A folded text this long is looked up by its pieces first (`Redactor._holds_loose`); a shorter one searched."""
 """A folded form shorter than this is not looked for: a secret of punctuation mostly folds to too little to tell."""
-_DUMP_TEXT = re.compile(r"^(.*?)\s*(?:\|(.*)\||>(.*)<)\s*$|^([0-9A-Fa-f]{2,}(?: [0-9A-Fa-f]{2,})*) {2,}(.+)$")
-"""A dump line's bytes and its text column: `hexdump -C`'s `|...|`, `od -tx1z`'s `>...<`, `xxd`'s after two spaces."""
+_XXD_TEXT = re.compile(r"([0-9A-Fa-f]{2,}(?: [0-9A-Fa-f]{2,})*) {2,}(.+)")
+"""A dump line's bytes and its text column after two spaces (`xxd`); `_dump_columns` finds the framed ones."""
+_FRAMES = {"|": "|", "<": ">"}
+"""A text column's closing character and its opening one: `hexdump -C`'s `|...|`, `od -tx1z`'s `>...<`."""
+
+
+def _dump_columns(line: str) -> tuple[tuple[str, int], tuple[str, int]] | None:
+    """A dump line's bytes and its text column, each with where it begins in `line`, or None. A framed column ends the
+    line (spaces after it), opens at the first opening character before its end; else `xxd`'s, after two spaces.
+    Found with `str` methods: a regular expression of it (`^(.*?)\\s*\\|(.*)\\|\\s*$`) backtracked over a line of
+    `|` or of spaces, quadratic in its length (20,000 characters after an offset: 7 s for every text redacted, the
+    GIL held: round 31)."""
+    end = len(line.rstrip())
+    opening = _FRAMES.get(line[end - 1 : end])
+    at = line.find(opening, 0, end - 1) if opening is not None else -1
+    if at >= 0:
+        return (line[: len(line[:at].rstrip())], 0), (line[at + 1 : end - 1], at + 1)
+    parts = _XXD_TEXT.fullmatch(line)
+    return None if parts is None else ((parts[1], 0), (parts[2], parts.start(2)))
 
 
 def _fold(text: str) -> str:
@@ -522,14 +539,12 @@ def _dump_views(text: str) -> list[tuple[str, list[int], bool]]:
     columns: tuple[tuple[list[str], list[int]], ...] = (([], []), ([], []), ([], []))
     for rest, line_end in _dump_lines(text):
         line = text[rest:line_end]
-        parts = _DUMP_TEXT.match(line)
-        if parts is None:
+        columns_of = _dump_columns(line)
+        if columns_of is None:
             pieces = [(line, rest), ("", rest), (line, rest)]
-        elif parts[4] is not None:
-            pieces = [(parts[4], rest + parts.start(4)), (parts[5], rest + parts.start(5)), (line, rest)]
         else:
-            which = 2 if parts[2] is not None else 3
-            pieces = [(parts[1], rest), (parts[which], rest + parts.start(which)), (line, rest)]
+            (data, data_at), (shown, shown_at) = columns_of
+            pieces = [(data, rest + data_at), (shown, rest + shown_at), (line, rest)]
         for (chars, starts), (piece, at) in zip(columns, pieces, strict=False):
             for match in _KEPT.finditer(piece):
                 chars.append(match[0].lower())

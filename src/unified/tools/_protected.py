@@ -34,6 +34,7 @@ from typing import Any
 
 from unified._exports import publish
 from unified._redaction import clip
+from unified.tools._regex import PatternError, compile_pattern, matchable
 from unified.tools._shell_syntax import SimpleCommand
 
 __all__ = [
@@ -1755,7 +1756,12 @@ def glob_links_out(place: Path, pattern: str, roots: Sequence[Path], limit: int 
     if not any(start.is_relative_to(root) for root in roots):
         return None  # the literal folder is outside: the caller's judgement of it asks
     pieces = ["(?:[^/]+/)*" if part == "**" else _glob_component(part) + "/" for part in rest]
-    folders = re.compile("|".join(f"(?:{''.join(pieces[:end])})" for end in range(1, len(pieces) + 1)))
+    try:
+        # RE2, not `re`: the pattern is the model's, and `*a*a*a...` or `**/**/**/...` against a long name or a
+        # deep folder backtracked in `re` for minutes, holding the GIL, so every task of the host stopped (round 31)
+        folders = compile_pattern("|".join(f"(?:{''.join(pieces[:end])})" for end in range(1, len(pieces) + 1)))
+    except PatternError:
+        return f"its folders make a pattern too large to check for a link out of the workspace ({len(rest)} folders)"
     cut = len(str(start).rstrip("/")) + 1
     deepest = None if "**" in rest else len(rest)
     left = limit
@@ -1771,7 +1777,7 @@ def glob_links_out(place: Path, pattern: str, roots: Sequence[Path], limit: int 
         if left < 0:
             return f"its folders match more than {limit:,} entries, where a link out of the workspace may lie"
         for entry in listed:
-            if folders.fullmatch(entry.path[cut:] + "/") is None:
+            if folders.fullmatch(matchable(entry.path[cut:]) + "/") is None:
                 continue
             with contextlib.suppress(OSError, ValueError):
                 if entry.is_symlink():
