@@ -9,6 +9,7 @@ this process, as tests/foundation/test_cli_errors.py sends bad arguments.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -123,6 +124,15 @@ async def test_history_from_sessions_export_continues_on_another_backend(home: P
         assert _result(out)["final_text"] == "Still heron."
         assert FACT in _last_history(server)
 
+        # `-` as the PROMPT reads it from stdin (a long task piped in), whole.
+        server.add(ScriptTurn(text="Read it."))
+        task = "Task from a file:\n- first line\n- second line with ünïcode\n"
+        args = ["run", "-", "--backend", "generate-content", *common]
+        code, out, err = await _unified(*args, env=env, stdin=task.encode())
+        assert code == 0, err
+        assert _result(out)["final_text"] == "Read it."
+        assert json.dumps(task)[1:-1] in json.dumps(server.requests[-1].body)
+
 
 async def test_retry_answers_the_failed_turn_without_a_prompt(home: Path, workspace: Path) -> None:
     async with FakeGemini([ScriptTurn(text="noted"), ScriptTurn(text="heron")]) as server:
@@ -156,6 +166,34 @@ async def test_fallback_goes_on_when_the_backends_binary_is_missing(home: Path, 
         assert len(results) == 1
         assert (results[0]["status"], results[0]["backend"]) == ("success", "generate-content")
         assert results[0]["final_text"] == "answered by generate-content"
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "phrase"),
+    [
+        (("run", "-"), b"\xff\xfe\x00bad", "the prompt on stdin is not UTF-8 (byte 0"),
+        (("run", "-"), b" \n\t\n", "the prompt on stdin is empty"),
+        (("run", "-", "--history", "-"), b"{}", "PROMPT and --history cannot both be read from stdin"),
+    ],
+)
+async def test_a_prompt_read_from_stdin_is_refused_in_one_line_when_it_cannot_be_one(
+    home: Path,
+    args: tuple[str, ...],
+    stdin: bytes,
+    phrase: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Refused before anything runs (in this process, as the cases below): bytes that are no UTF-8, nothing but
+    blanks, and stdin asked for twice."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    code = await anyio.to_thread.run_sync(main, [*args, "--backend", "generate-content"])
+    out, err = capsys.readouterr()
+    assert code == EXIT_BAD_INPUT, (out, err)
+    assert out == ""
+    assert err.count("\n") == 1, err
+    assert err.startswith("error: ")
+    assert phrase in err, err
 
 
 @pytest.mark.parametrize(

@@ -372,6 +372,31 @@ def _read_history(path: Path) -> Conversation:
     return conversation
 
 
+def _read_prompt() -> str:
+    """The prompt `-` names: stdin read to its end as UTF-8 (a long task piped in, `unified run - < task.md`), bounded
+    as a conversation is, or exit 2 with one line."""
+    from unified import _limits as limits
+
+    bound = limits.MAX_CONVERSATION_BYTES
+    if sys.stdin is None or sys.stdin.isatty():  # a terminal: the user meant a prompt, not to type one until Ctrl-D
+        raise _fail("PROMPT is - but stdin is a terminal: pipe the prompt in (unified run - < task.md)", EXIT_BAD_INPUT)
+    try:
+        data = sys.stdin.buffer.read(bound + 1)
+    except OSError as exc:
+        raise _fail(f"cannot read the prompt from stdin: {exc.strerror or exc}", EXIT_BAD_INPUT) from None
+    if len(data) > bound:
+        raise _fail(f"the prompt on stdin is more than {bound} bytes", EXIT_BAD_INPUT)
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise _fail(
+            f"the prompt on stdin is not UTF-8 (byte {exc.start}: {exc.reason}): save it as UTF-8", EXIT_BAD_INPUT
+        ) from None
+    if not text.strip():
+        raise _fail("the prompt on stdin is empty: say what the agent should do", EXIT_BAD_INPUT)
+    return text
+
+
 def _json_line(data: Any) -> None:
     """One JSON document as one line of stdout (JSON Lines: `unified ... --json | jq` parses each)."""
     _write_line(json.dumps(data, default=str, ensure_ascii=False, separators=(",", ":")))
@@ -470,7 +495,9 @@ def _checked_params(
 
 @app.command()
 def run(
-    prompt: Annotated[str | None, typer.Argument(help="What the agent should do (none with --retry).")] = None,
+    prompt: Annotated[
+        str | None, typer.Argument(help="What the agent should do (- reads it from stdin; none with --retry).")
+    ] = None,
     backend: Annotated[
         str,
         typer.Option(
@@ -526,6 +553,10 @@ def run(
     """Run PROMPT and show its events as they happen. Ctrl-C (or SIGTERM) cancels the run cleanly (exit 130, 143)."""
     if prompt is None and not retry:
         raise _fail("Missing argument 'PROMPT' (say what the agent should do, or pass --retry)", EXIT_BAD_INPUT)
+    if prompt == "-":
+        if history is not None and str(history) == "-":
+            raise _fail("PROMPT and --history cannot both be read from stdin: give one as a file", EXIT_BAD_INPUT)
+        prompt = _read_prompt()
     params = _checked_params(
         prompt or "",
         backend,
