@@ -55,6 +55,7 @@ import itertools
 import os
 import re
 import stat
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -199,10 +200,10 @@ def _nested(directory: Path) -> Iterator[tuple[Path, list[Path]]]:
     """The top and config files of each repository below `directory` (not the one enclosing it): a `.git` directory
     or file (`_repository_config`), or a directory holding `HEAD` and `config` (a bare one, used with `--git-dir`).
     Breadth first, links not followed, at most `NESTED_ENTRIES_MAX` entries and `NESTED_MAX` repositories."""
-    top = Path(os.path.abspath(directory))
-    queue, seen, repositories = [top], 0, 0
+    top = os.path.abspath(directory)
+    queue, seen, repositories = deque([top]), 0, 0  # strings: a `Path` only for a repository found (a run's start)
     while queue and seen < NESTED_ENTRIES_MAX and repositories < NESTED_MAX:
-        place = queue.pop(0)
+        place = queue.popleft()
         try:
             with os.scandir(place) as entries:
                 listed = list(itertools.islice(entries, NESTED_ENTRIES_MAX - seen))
@@ -211,17 +212,17 @@ def _nested(directory: Path) -> Iterator[tuple[Path, list[Path]]]:
         seen += len(listed) + 1
         names = {entry.name for entry in listed}
         if place != top and ".git" in names:
-            config = _repository_config(place)
+            config = _repository_config(Path(place))
             if config is not None:
                 repositories += 1
                 yield config
         if {"HEAD", "config"} <= names:
             repositories += 1
-            yield place, [place / "config"]
+            yield Path(place), [Path(place, "config")]
         for entry in listed:
             try:
                 if entry.name != ".git" and entry.is_dir(follow_symlinks=False):
-                    queue.append(Path(entry.path))
+                    queue.append(entry.path)
             except OSError:
                 continue
 
