@@ -4,6 +4,7 @@ a child's admitted variables, unified's folders) is cached on, worked out again 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -13,13 +14,15 @@ __all__ = ["PerEnvironment", "absolute_search_path", "environ_key"]
 T = TypeVar("T")
 
 
+@functools.lru_cache(maxsize=16)
 def absolute_search_path(value: str) -> str:
     """`value` (a `PATH`) without its relative entries (empty, `.`, `bin`, `node_modules/.bin`), for every process
     a model's command may run in: such an entry names a directory relative to wherever a command runs, so a file
     the model or a repository wrote in the workspace (`./cat`, `bin/gzip`, which `rg -z` and `file -z` run to
     decompress) ran in place of the program a later, allowed command names, and no check of a write can tell
     which directory that is (`_protected.program_directory` judges the absolute entries). With none left,
-    `os.defpath`: an empty `PATH` is itself the current directory."""
+    `os.defpath`: an empty `PATH` is itself the current directory. Kept per `PATH` (a function of the text
+    alone): every run's child and every shell command asks it of the same few, ~8 us each time."""
     return os.pathsep.join(entry for entry in value.split(os.pathsep) if os.path.isabs(entry)) or os.defpath
 
 
