@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +19,7 @@ from pathlib import Path
 import anyio
 
 from unified._binary.environment import cache_folder
+from unified._binary.proxy import with_left_out_proxies
 from unified._files import FileTooLarge
 from unified._sessions.config import configured_store
 from unified.backends import RunContext, RunOutcome
@@ -27,7 +28,7 @@ from unified.events import WarningEvent
 from unified.sessions import SessionInfo, SessionStore, StoredSession, short_id_of
 from unified.types import ExecuteParams
 
-__all__ = ["SharedFiles", "run_shared", "session_lease", "shared_store"]
+__all__ = ["SharedFiles", "run_binary", "run_shared", "session_lease", "shared_store"]
 
 
 def shared_store(params: ExecuteParams) -> SessionStore | None:
@@ -49,6 +50,26 @@ class SharedFiles:
     short_id: Callable[[str], str] = short_id_of
     resolve: Callable[[SessionStore, str], Awaitable[SessionInfo]] | None = None
     """How a reference is found in the store (default: the store's own short ids)."""
+
+
+async def run_binary(
+    ctx: RunContext,
+    run: Callable[[RunContext], Awaitable[RunOutcome]],
+    files: Callable[[], SharedFiles],
+    env: Mapping[str, str],
+) -> RunOutcome:
+    """`run(ctx)` as each agent binary's backend runs it: through the shared session store when one is configured
+    (`run_shared`, with the session's files `files()` names), and an error of the CLI's reaching its provider naming
+    each proxy variable left out of the CLI's environment `env` (`proxy.with_left_out_proxies`: its "fetch failed"
+    says nothing of a proxy)."""
+    store = shared_store(ctx.params)
+    try:
+        if store is None:
+            return await run(ctx)
+        return await run_shared(store, ctx, files(), run)
+    except UnifiedError as exc:
+        with_left_out_proxies(exc, env)
+        raise
 
 
 async def run_shared(

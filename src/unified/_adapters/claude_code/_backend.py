@@ -54,13 +54,12 @@ from unified._adapters.claude_code._shared_sessions import shared_files
 from unified._adapters.claude_code._spares import ClaudeSpare, ClaudeSparePool, default_spares, start_spare
 from unified._binary.pool import pool_key
 from unified._binary.process import ProcessStarter
-from unified._binary.proxy import with_left_out_proxies
-from unified._binary.shared import run_shared, session_lease, shared_store
+from unified._binary.shared import run_binary, session_lease
 from unified._internal.images import images_not_taken
 from unified._undumpable import hide_host_environment
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
 from unified.conversations import CONTINUE_PROMPT, Conversation, ImagePart, TextPart, UserTurn
-from unified.errors import BackendUnavailable, ConfigurationError, UnifiedError
+from unified.errors import BackendUnavailable, ConfigurationError
 from unified.events import WarningEvent
 from unified.types import ExecuteParams
 
@@ -114,14 +113,7 @@ class ClaudeCodeBackend:
         cwd = ctx.params.cwd.expanduser().resolve()
         if not cwd.is_dir():
             raise ConfigurationError(f"cwd {cwd} is not a directory", hint="pass an existing working directory")
-        store = shared_store(ctx.params)
-        try:
-            if store is None:
-                return await self._run(ctx)
-            return await run_shared(store, ctx, shared_files(self.launch.home, ctx.params.cwd), self._run)
-        except UnifiedError as exc:
-            with_left_out_proxies(exc, self.launch.env)  # the CLI's network failure may be that proxy's
-            raise
+        return await run_binary(ctx, self._run, lambda: shared_files(self.launch.home, ctx.params.cwd), self.launch.env)
 
     async def _run(self, ctx: RunContext) -> RunOutcome:
         params = self.params

@@ -21,11 +21,9 @@ from unified._adapters.codex._rollouts import Rollouts
 from unified._adapters.codex._run import CodexRun, Opening
 from unified._adapters.codex._shared_sessions import shared_files
 from unified._adapters.codex._thread_config import refused_per_call
-from unified._binary.proxy import with_left_out_proxies
-from unified._binary.shared import run_shared, session_lease, shared_store
+from unified._binary.shared import run_binary, session_lease
 from unified._internal.images import images_not_taken
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
-from unified.errors import UnifiedError
 from unified.types import ExecuteParams, SseMcpServer
 
 __all__ = ["CodexBackend"]
@@ -73,14 +71,7 @@ class CodexBackend:
         return problems
 
     async def run(self, ctx: RunContext) -> RunOutcome:
-        store = shared_store(ctx.params)
-        try:
-            if store is None:
-                return await self._run(ctx)
-            return await run_shared(store, ctx, shared_files(self.launch.home), self._run)
-        except UnifiedError as exc:
-            with_left_out_proxies(exc, self.launch.env)  # the CLI's network failure may be that proxy's
-            raise
+        return await run_binary(ctx, self._run, lambda: shared_files(self.launch.home), self.launch.env)
 
     async def _run(self, ctx: RunContext) -> RunOutcome:
         params = ctx.params

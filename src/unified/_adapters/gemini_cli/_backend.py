@@ -36,11 +36,10 @@ from unified._adapters.gemini_cli._shared_sessions import shared_files
 from unified._adapters.gemini_cli._stream_json import run_stream_json
 from unified._binary.environment import cache_folder
 from unified._binary.pool import pool_key
-from unified._binary.proxy import with_left_out_proxies
-from unified._binary.shared import run_shared, shared_store
+from unified._binary.shared import run_binary
 from unified._undumpable import hide_host_environment
 from unified.backends import RunContext, RunOutcome, UnsupportedOption
-from unified.errors import ConfigurationError, UnifiedError
+from unified.errors import ConfigurationError
 from unified.events import WarningEvent
 from unified.sessions import SessionInfo
 from unified.tools._protected import credential_aliases
@@ -136,14 +135,7 @@ class GeminiCliBackend:
         return problems
 
     async def run(self, ctx: RunContext) -> RunOutcome:
-        store = shared_store(ctx.params)
-        try:
-            if store is None:
-                return await self._run(ctx)
-            return await run_shared(store, ctx, shared_files(self.launch.env, ctx.params.cwd), self._run)
-        except UnifiedError as exc:
-            with_left_out_proxies(exc, self.launch.env)  # the CLI's network failure may be that proxy's
-            raise
+        return await run_binary(ctx, self._run, lambda: shared_files(self.launch.env, ctx.params.cwd), self.launch.env)
 
     async def _run(self, ctx: RunContext) -> RunOutcome:
         where = ctx.params.cwd.expanduser().resolve()
