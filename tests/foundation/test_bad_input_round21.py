@@ -16,7 +16,6 @@ before.
 from __future__ import annotations
 
 import json
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line, _in_process
+from tests.harness.raw_http import serving
 from tests.sessions.records import BACKEND, stored_session
 from unified import ExecuteParams
 from unified._execute import EventStream
@@ -163,14 +163,13 @@ class _Answers:
                 return None
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def __enter__(self) -> _Answers:
-        self._thread.start()
+        serving(self._server)
         return self
 
     def __exit__(self, *exc: object) -> None:

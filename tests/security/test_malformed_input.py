@@ -11,7 +11,6 @@ bad input arrives stays bounded (tracemalloc's Python peak: the buffers at stake
 from __future__ import annotations
 
 import json
-import threading
 import tracemalloc
 from collections.abc import Callable, Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.harness.raw_http import serving
 from unified import ExecuteParams
 from unified import _limits as limits
 from unified._adapters.interactions._translate import UNPARSED_ARGUMENTS, InteractionsTranslator
@@ -63,14 +63,13 @@ class RawServer:
                 return None
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def __enter__(self) -> RawServer:
-        self._thread.start()
+        serving(self._server)
         return self
 
     def __exit__(self, *exc: object) -> None:

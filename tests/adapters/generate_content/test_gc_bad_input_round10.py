@@ -21,13 +21,13 @@ server means; now a typed error naming what came, or the count read as nothing.
 from __future__ import annotations
 
 import json
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.harness.raw_http import serving
 from tests.security.test_malformed_input import RawServer, _run, _sse
 from unified import ExecuteParams
 from unified._execute import EventStream
@@ -151,7 +151,7 @@ class _RateLimiting:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serving(self.server)
 
 
 @pytest.mark.parametrize("backend", ["generate-content", "interactions"])
