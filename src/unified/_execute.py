@@ -268,11 +268,10 @@ def _name_the_chain(failure: UnifiedError, gave_out: list[tuple[str, UnifiedErro
     earlier = ", then ".join(
         f"{name} gave out ({error.code}: {clip(error.message, 300, more='…')})" for name, error in gave_out
     )
-    failure.message = f"{failure.message}; this backend ran as the fallback after {earlier}"
-    failure.details["gave_out"] = [
-        {"backend": name, "code": error.code, "message": error.message} for name, error in gave_out
-    ]
-    failure.args = (f"{failure.message} ({failure.hint})" if failure.hint else failure.message,)
+    failure.extend(
+        f"this backend ran as the fallback after {earlier}",
+        gave_out=[{"backend": name, "code": error.code, "message": error.message} for name, error in gave_out],
+    )
 
 
 def _as_run_on(params: ExecuteParams, backend: str) -> ExecuteParams:

@@ -445,11 +445,11 @@ _SHAPE = bytes(
 are, anything else `.` (a text encoded with one `?` for each character that is no ASCII: its positions stay)."""
 _KEPT = re.compile(r"[0-9A-Za-z]+")
 _LOOSE_MIN = 16
+"""A folded form shorter than this is not looked for: a secret of punctuation mostly folds to too little to tell."""
 _GRAM = 8
 """The length of the pieces of the `loose` forms `Redactor._holds_loose` looks up before it searches for them."""
 _GRAMS_FROM = 64
 """A folded text this long is looked up by its pieces first (`Redactor._holds_loose`); a shorter one searched."""
-"""A folded form shorter than this is not looked for: a secret of punctuation mostly folds to too little to tell."""
 _XXD_TEXT = re.compile(r"([0-9A-Fa-f]{2,}(?: [0-9A-Fa-f]{2,})*) {2,}(.+)")
 """A dump line's bytes and its text column after two spaces (`xxd`); `_dump_columns` finds the framed ones."""
 _FRAMES = {"|": "|", "<": ">"}

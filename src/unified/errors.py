@@ -61,6 +61,17 @@ class UnifiedError(Exception):
         self.details: dict[str, Any] = cleaned if isinstance(cleaned, dict) else {}
         super().__init__(f"{self.message} ({self.hint})" if self.hint else self.message)
 
+    def extend(self, more: str, **details: Any) -> None:
+        """Add `more` to the message (after "; ") and `details` to the details, redacted as at construction, with
+        `str(self)` in step: what a layer the error passes through learned of it (the retries tried, the backends
+        that gave out before, a proxy left out of a binary's environment). In place: the traceback stays, and an
+        error class whose constructor takes other arguments needs no rebuilding."""
+        clean = redactor()
+        self.message = f"{self.message}; {clean(more)}"
+        cleaned = clean.json(details)
+        self.details.update(cleaned if isinstance(cleaned, dict) else {})
+        self.args = (f"{self.message} ({self.hint})" if self.hint else self.message,)
+
 
 class ConfigurationError(UnifiedError):
     """The parameters or settings given cannot work together."""

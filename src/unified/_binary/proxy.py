@@ -178,10 +178,8 @@ def with_left_out_proxies(exc: UnifiedError, env: Mapping[str, str]) -> UnifiedE
     _, problems = unforwardable(env)
     if not problems or exc.code not in _NETWORK_CODES:
         return exc
-    notes = [f"{p.message} ({p.code}): {p.hint}" for p in problems]
-    exc.message = "; ".join([exc.message, *(f"note: {note}" for note in notes)])
-    exc.details["proxy_problems"] = [p.code for p in problems]
-    exc.args = (f"{exc.message} ({exc.hint})" if exc.hint else exc.message,)
+    notes = "; ".join(f"note: {p.message} ({p.code}): {p.hint}" for p in problems)
+    exc.extend(notes, proxy_problems=[p.code for p in problems])
     return exc
 
 

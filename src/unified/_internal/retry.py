@@ -113,6 +113,4 @@ def _tell_what_was_tried(error: UnifiedError, attempts: int, elapsed: float, opt
         f"gave up after {attempts} attempts in {elapsed:.3g}s (timeout_s={options.timeout_s:g} per attempt, "
         f"request_deadline_s={options.request_deadline_s:g} in all, max_retries={options.max_retries})"
     )
-    error.message = f"{error.message}; {tried}"
-    error.args = (f"{error.message} ({error.hint})" if error.hint else error.message,)
-    error.details["attempts"] = attempts
+    error.extend(tried, attempts=attempts)
