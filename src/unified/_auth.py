@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
@@ -59,20 +59,8 @@ AuthModeName = Literal[
     "openai_base_url",
     "chatgpt_login",
 ]
-AUTH_MODES: tuple[AuthModeName, ...] = (
-    "api_key",
-    "vertex",
-    "code_assist",
-    "gateway",
-    "anthropic_api_key",
-    "anthropic_gateway",
-    "bedrock",
-    "claude_vertex",
-    "claude_login",
-    "openai_api_key",
-    "openai_base_url",
-    "chatgpt_login",
-)
+AUTH_MODES: tuple[AuthModeName, ...] = get_args(AuthModeName)
+"""Every auth mode, in the order the Literal names them (one list: the Literal is the source)."""
 
 AUTH_MODE_TITLES: dict[AuthModeName, str] = {
     "api_key": "Gemini API key",
