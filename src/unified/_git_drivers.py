@@ -77,8 +77,9 @@ NESTED_MAX = 64
 """Repositories below the command's whose config is read."""
 
 _HEADER = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]')
-_PATH = re.compile(r'^[ \t]*path[ \t]*=[ \t]*("(?:[^"\\\n]|\\.)*"|[^\n;#]*)', re.IGNORECASE | re.MULTILINE)
-_HOOKS_PATH = re.compile(r'^[ \t]*hookspath[ \t]*=[ \t]*("(?:[^"\\\n]|\\.)*"|[^\n;#]*)', re.IGNORECASE | re.MULTILINE)
+_PATH = re.compile(r"^[ \t]*path[ \t]*=", re.IGNORECASE | re.MULTILINE)
+_HOOKS_PATH = re.compile(r"^[ \t]*hookspath[ \t]*=", re.IGNORECASE | re.MULTILINE)
+"""Where a `path` (an include's) or `hooksPath` key's value begins: read from there as git reads it (`_value`)."""
 _KEY = re.compile(r"^[ \t]*([A-Za-z][A-Za-z0-9-]*)", re.MULTILINE)
 """A key at a line's start (or right after its section's header, on the header's line)."""
 _EXTERNAL = re.compile(r"external", re.IGNORECASE)
@@ -113,7 +114,7 @@ def _read_drivers(top: Path, config: list[Path], found: dict[str, str]) -> None:
     to `top`, its work tree's top)."""
     hooks = [config[0].parent / "hooks"]
     for text in _texts(config):
-        hooks += [top / os.path.expanduser(_unquoted(match.group(1))) for match in _HOOKS_PATH.finditer(text)]
+        hooks += [top / os.path.expanduser(_value(text, match.end())) for match in _HOOKS_PATH.finditer(text)]
         headers = list(_HEADER.finditer(text))
         for at, header in enumerate(headers):
             section, sub = header.group(1).lower(), header.group(2)
@@ -243,17 +244,53 @@ def _texts(configs: list[Path]) -> Iterator[str]:
             continue
         yield text
         for match in _PATH.finditer(text):
-            value = _unquoted(match.group(1))
+            value = _value(text, match.end())
             if value:
                 queue.append(path.parent / os.path.expanduser(value))
 
 
-def _unquoted(value: str) -> str:
-    """A config value as git reads it: stripped, and a quoted one without its quotes and escapes."""
-    value = value.strip()
-    if value.startswith('"') and value.endswith('"') and len(value) >= 2:
-        value = re.sub(r"\\(.)", r"\1", value[1:-1])
-    return value
+_ESCAPES = {"n": "\n", "t": "\t", "b": "\b", "\\": "\\", '"': '"'}
+
+
+def _value(text: str, at: int) -> str:
+    """The value that begins at `text[at]`, as git's `parse_value` reads it: spaces around it dropped, a quote opening
+    or closing anywhere in it, `\\` escapes, a `\\` at a line's end going on to the next line, a comment (`;`, `#`)
+    outside quotes ending it. Round 33: `path = ev"il".cfg` and `path = ev\\` + `il.cfg` on the next line were read as
+    names no file has, so a driver in the file git includes was not stopped."""
+    out: list[str] = []
+    spaces = 0
+    quoted = comment = False
+    i, n = at, len(text)
+    while i < n:
+        char = text[i]
+        i += 1
+        if char == "\r" and text.startswith("\n", i):  # git reads `\r\n` as `\n`
+            continue
+        if char == "\n":
+            break
+        if comment:
+            continue
+        if not quoted and char in ";#":
+            comment = True
+            continue
+        if not quoted and char in " \t":
+            spaces += 1 if out else 0
+            continue
+        out.append(" " * spaces)
+        spaces = 0
+        if char == "\\" and i < n:
+            escaped = text[i]
+            i += 1
+            if escaped == "\r" and text.startswith("\n", i):
+                i += 1
+                continue
+            if escaped != "\n":  # a line continued; any other escape git refuses (`bad config`): taken as it is
+                out.append(_ESCAPES.get(escaped, escaped))
+        elif char == '"':
+            quoted = not quoted
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def _head(path: Path, size: int) -> str:
