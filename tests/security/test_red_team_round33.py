@@ -12,6 +12,9 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   approved command, and `GIT_CONFIG_*`, `LD_PRELOAD`, `NODE_OPTIONS`, `PYTHONPATH`, the CLI's own `GEMINI_SYSTEM_MD`
   (its whole system prompt) or its telemetry exporter's `OTEL_EXPORTER_OTLP_ENDPOINT` went unrefused. Now a variable
   `_workspace_settings._acts` names is refused there (`code_variable`, the CLI's `GEMINI_`/`OTEL_` ones);
+- the CLI reads the workspace's `.gemini/settings.json` and its `.env` as it starts in any folder, trusted or not: a
+  FIFO there held its start, a link to `/dev/zero` was read without end. Now refused (`special_file_refusal`); and a
+  virtual environment named `.env` (a directory, which the CLI skips) is no longer refused as an unreadable `.env`;
 - a workspace `.gemini/settings.json` nested deeper than Python's `json` reads (`{"hooks": ..., "x": [[[...]]]}`,
   which node's `JSON.parse` reads) hid its `hooks`: it was read as no settings at all. Now refused as unreadable;
 - Codex 0.171 reads a project's `.codex/config.toml` as TOML 1.1 (a trailing comma or line breaks in an inline table,
@@ -51,6 +54,8 @@ from tests.sessions.records import stored_session
 from unified import _git_drivers
 from unified._adapters.codex._launch import Launch as CodexLaunch
 from unified._adapters.codex._options import codex_options
+from unified._adapters.gemini_cli._launch import Launch as GeminiLaunch
+from unified._adapters.gemini_cli._options import gemini_cli_options
 from unified._adapters.gemini_cli._workspace_settings import FolderTrust, env_file_refusal, workspace_refusal
 from unified._cli import main as cli
 from unified.errors import ConfigurationError
@@ -159,6 +164,46 @@ def test_held_an_untrusted_folders_dotenv_and_an_apps_own_settings_are_not_refus
     (home / ".gemini" / "settings.json").write_text('{"security": {"folderTrust": {"enabled": false}}}')
     (ws / ".env").write_text("PORT=8080\nDATABASE_URL=postgres://db/app\nGOOGLE_CLOUD_PROJECT=p\nDEBUG=1\n")
     assert _env_refusal(ws, home, GEMINI_API_KEY="mine") is None
+
+
+def _gemini_launch(ws: Path, home: Path) -> None:
+    """The gemini-cli backend's start in `ws` (a stand-in process: nothing runs), with a key of the run's own."""
+    options = gemini_cli_options(
+        {"start_process": print, "env": {"HOME": str(home), "GEMINI_CLI_HOME": str(home), "GEMINI_API_KEY": "mine"}}
+    )
+    GeminiLaunch.of(ExecuteParams(prompt="x", backend="gemini-cli", cwd=ws), options)
+
+
+@pytest.mark.parametrize("where", ["settings-fifo", "dotenv-fifo", "dotenv-dev-zero"])
+def test_a_fifo_or_a_device_the_gemini_cli_reads_as_it_starts_is_refused_in_any_folder(
+    tmp_path: Path, where: str
+) -> None:
+    """SUCCEEDED before: in a folder the CLI does not trust (its default) and a run with its own key nothing of these
+    files was looked at, but 0.61 reads both as it starts (`_doLoadSettings` loads the workspace's settings before it
+    asks whether the folder is trusted; `findEnvFile` takes `.env` there too) with `readFileSync`: a FIFO holds its
+    start (over ACP until unified's one-minute wait for `initialize` runs out), `/dev/zero` is read without end.
+    (Read from the CLI's code, not run: a run would wait out that minute.)"""
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    ws = _repo(tmp_path)
+    if where == "settings-fifo":
+        (ws / ".gemini").mkdir()
+        os.mkfifo(ws / ".gemini" / "settings.json")
+    elif where == "dotenv-fifo":
+        os.mkfifo(ws / ".env")
+    else:
+        (ws / ".env").symlink_to("/dev/zero")
+    with pytest.raises(ConfigurationError, match="the gemini CLI reads that file as it starts, in any folder"):
+        _gemini_launch(ws, home)
+
+
+def test_a_virtual_environment_named_dotenv_is_no_env_file_refused(tmp_path: Path, home: Path) -> None:
+    """SUCCEEDED before (a refusal of a harmless folder): `python -m venv .env` made every gemini-cli run in a trusted
+    folder a `configuration_error` ("cannot be read"); the CLI stops its search at that directory and loads nothing."""
+    ws = _repo(tmp_path)
+    (ws / ".env" / "bin").mkdir(parents=True)
+    assert _env_refusal(ws, home, GEMINI_API_KEY="mine") is None
+    _gemini_launch(ws, home)
 
 
 # --- the Gemini CLI's `.gemini/settings.json` -----------------------------------------------------------------------

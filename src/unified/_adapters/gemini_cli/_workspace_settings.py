@@ -16,18 +16,20 @@ the repository's own (`env_file_refusal`).
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from unified._files import read_regular
+from unified._files import not_a_file, read_regular
 from unified.tools._shell_syntax import code_variable
 
-__all__ = ["FolderTrust", "cli_trusts", "env_file_refusal", "workspace_refusal"]
+__all__ = ["FolderTrust", "cli_trusts", "env_file_refusal", "special_file_refusal", "workspace_refusal"]
 
 UNSAFE_SETTINGS = (
     "hooks",
@@ -261,6 +263,8 @@ def env_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
     try:
         text = read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8", "replace")
     except OSError as exc:
+        if exc.errno == errno.EISDIR:  # a virtual environment named `.env`: the CLI stops there and loads nothing
+            return None
         fact = f"{path} cannot be read ({exc.strerror or exc})"
         found = list(watched + ENDPOINT_VARIABLES) if folder.trusted else list(watched)
     else:
@@ -287,3 +291,26 @@ def env_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
         "give the run its own key (GEMINI_API_KEY in the environment or the env option), or remove it from that file "
         "(a folder the CLI does not trust still gives it the file's API keys)",
     )
+
+
+def special_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
+    """Why the run must not start in `folder.cwd`: a file the CLI reads as it starts, in any folder, trusted or not
+    (the workspace's `.gemini/settings.json`, read before the CLI decides whether to use it; the `.env` it would load,
+    `_env_file`), is a FIFO or a device. Round 33: a FIFO there held the CLI's start (over ACP until unified's wait for
+    `initialize` ran out, a minute), and node reads a link to `/dev/zero` without end. A directory is no matter (the
+    CLI cannot read it and goes on, or refuses to start saying so). The refusal's message and hint."""
+    cwd, home = folder.cwd, folder.home
+    candidates: list[Path | None] = [] if cwd == home.resolve() else [cwd / ".gemini" / "settings.json"]
+    candidates += [_env_file(cwd, home, trusted=True), _env_file(cwd, home, trusted=False)]
+    for path in dict.fromkeys(path for path in candidates if path is not None):
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            continue
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            return (
+                f"{path} {not_a_file(path)}: the gemini CLI reads that file as it starts, in any folder, and would "
+                "wait on it or read it without end",
+                "remove it, or put a regular file there",
+            )
+    return None
