@@ -48,6 +48,10 @@ UNSAFE_SETTINGS = (
 own (hooks, MCP servers, tool discovery and calls, a sandbox image, the Gemma router's binary), sends what the run
 does elsewhere (telemetry, prompts included), or lets its tools reach folders the caller never named."""
 _MAX_BYTES = 1 << 20
+_LEADS_ELSEWHERE = re.compile(r"[/\\]|^\s*\.{1,2}\s*$")
+"""A memory file name (`context.fileName`) that is no plain name in its folder: 0.61 joins each to the folders it
+looks in (`path.join(home, ".gemini", name)`), so `../.ssh/id_rsa` read the user's key into the request it sent the
+model (round 33, e2e); a plain name (`AGENTS.md`) is a repository's own choice."""
 
 
 def strip_comments(text: str) -> str:
@@ -87,6 +91,11 @@ def _settings(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def _listed(value: object) -> list[object]:
+    """A setting that takes one value or a list of them, as a list (none when unset)."""
+    return value if isinstance(value, list) else [] if value is None else [value]
 
 
 def _get(settings: Mapping[str, Any] | None, dotted: str) -> object:
@@ -167,6 +176,9 @@ def workspace_refusal(folder: FolderTrust) -> str | None:
         pass
     settings = data if isinstance(data, dict) else None
     found = [key for key in UNSAFE_SETTINGS if _get(settings, key)]
+    names = _get(settings, "context.fileName")
+    if any(not isinstance(name, str) or _LEADS_ELSEWHERE.search(name) for name in _listed(names)):
+        found.append("context.fileName")
     if not (found or too_large or too_deep) or not folder.trusted:
         return None
     if too_large or too_deep:
