@@ -67,8 +67,10 @@ CONFIG_MAX_BYTES = 1 << 20
 """Of each config file, the first MiB is read (git reads the whole file: a driver defined past it is missed)."""
 INCLUDES_MAX = 32
 """Config files read per repository, its own and those it includes (`include.path`, `includeIf.*.path`)."""
-PARENTS_MAX = 64
-"""Directories walked up from the command's to find the repository enclosing it."""
+PARENTS_MAX = 2048
+"""Directories walked up from the command's to find the repository enclosing it: as many as a path of PATH_MAX (4,096)
+bytes has, so every one git would find (git looks up to the root). At 64 (round 33), a command run 65 levels below
+its repository's top found none, and the drivers of that repository ran."""
 NESTED_ENTRIES_MAX = 8192
 """Entries of the directories below the command's looked at for a repository of their own (breadth first): up to
 30 ms on a busy machine (2 ms for a small workspace), paid by every command of unified's shell and every binary's

@@ -29,6 +29,8 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   continued on the next line (`path = ev\\` + `il.cfg`): git includes it (measured: `git config --show-origin`), but
   `_git_drivers` read the value as a name no file has, so a `textconv` there ran at `git diff`. Values are now read as
   git's `parse_value` reads them (`_git_drivers._value`);
+- a command run more than 64 levels below its repository's top (`_git_drivers.PARENTS_MAX`) found no enclosing
+  repository, so that repository's drivers ran at its `git diff`; now the walk goes as far up as a path can lead;
 - `unified sessions list` gave rich each stored summary as a `str`, which rich reads as markup: a first prompt holding
   `[/b]` (a user's own `a[/b]` as well) stopped the whole listing with a MarkupError, and `[link=URL]` made a
   hyperlink of a stored text. Now each cell is a `Text`.
@@ -346,6 +348,22 @@ def test_git_diff_runs_no_textconv_of_a_file_included_by_a_value_git_reads(
     shown = subprocess.run(["git", "config", "--get", "diff.evil.textconv"], cwd=ws, capture_output=True, text=True)
     assert str(marker) in shown.stdout  # git reads the include
     done = _run(ws, "git diff", _environment(who, ws, tmp_path))
+    assert not marker.exists()
+    assert "+world" in done.stdout
+
+
+@pytest.mark.e2e  # runs git
+@pytest.mark.parametrize("who", ["binary", "unified"])
+def test_git_diff_deep_below_the_repositorys_top_runs_none_of_its_drivers(tmp_path: Path, who: str) -> None:
+    """SUCCEEDED before: the walk up to the enclosing repository stopped after 64 levels (`PARENTS_MAX`): a command run
+    65 below the top (a `dir_path` the model chose, in a tree the repository holds) found no repository, and git,
+    which looks up to the root, ran the textconv of its config."""
+    ws, marker = tmp_path / "ws", tmp_path / "marker"
+    _repository(ws, {"diff.evil.textconv": f"touch {marker}; cat"})
+    deep = ws.joinpath(*["d"] * 65)
+    deep.mkdir(parents=True)
+    assert ("diff.evil.textconv", "cat") in _git_drivers.overrides(deep)
+    done = _run(deep, "git diff", _environment(who, deep, tmp_path))
     assert not marker.exists()
     assert "+world" in done.stdout
 
