@@ -33,7 +33,8 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   repository, so that repository's drivers ran at its `git diff`; now the walk goes as far up as a path can lead;
 - `unified sessions list` gave rich each stored summary as a `str`, which rich reads as markup: a first prompt holding
   `[/b]` (a user's own `a[/b]` as well) stopped the whole listing with a MarkupError, and `[link=URL]` made a
-  hyperlink of a stored text. Now each cell is a `Text`.
+  hyperlink of a stored text. Now each cell is a `Text`; and the Arabic letter mark U+061C (a bidi mark, as U+200E and
+  U+200F, which were) reached the terminal as it was: now written out (`render.visible`).
 
 Held (pins): the same `.env` in a folder the CLI does not trust (it takes only API keys there) and an application's
 own settings in a trusted folder's `.env` are not refused; a settings key spelled with a `\\u` escape is seen, one in a
@@ -399,3 +400,14 @@ def test_held_sessions_list_writes_out_an_escape_sequence_in_a_stored_prompt(
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.stdout
     assert "\\x1b]8;;https://evil.example" in result.stdout
+
+
+def test_sessions_list_writes_out_an_arabic_letter_mark_in_a_stored_prompt(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: the bidi marks U+200E and U+200F were written out (`render.visible`), the Arabic letter mark
+    U+061C, a bidi control of the same kind, reached the terminal as it was."""
+    result = _listing(tmp_path, monkeypatch, "fix a\u061cb.py")
+    assert result.exit_code == 0, result.output
+    assert "\u061c" not in result.stdout
+    assert "a\\u061cb.py" in result.stdout
