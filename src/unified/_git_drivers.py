@@ -55,6 +55,7 @@ import itertools
 import os
 import re
 import stat
+import subprocess
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,7 +67,8 @@ __all__ = ["CONFIG_MAX_BYTES", "INCLUDES_MAX", "NESTED_ENTRIES_MAX", "NESTED_MAX
 CONFIG_MAX_BYTES = 1 << 20
 """Of each config file, the first MiB is read (git reads the whole file: a driver defined past it is missed)."""
 INCLUDES_MAX = 32
-"""Config files read per repository, its own and those it includes (`include.path`, `includeIf.*.path`)."""
+"""Config files read per repository, its own and those it includes (`include.path`, `includeIf.*.path`); past it,
+git itself lists them (`_listed_by_git`)."""
 PARENTS_MAX = 2048
 """Directories walked up from the command's to find the repository enclosing it: as many as a path of PATH_MAX (4,096)
 bytes has, so every one git would find (git looks up to the root). At 64 (round 33), a command run 65 levels below
@@ -232,7 +234,8 @@ def _nested(directory: Path) -> Iterator[tuple[Path, list[Path]]]:
 
 def _texts(configs: list[Path]) -> Iterator[str]:
     """The text of each of `configs` and of each file they include (every `path = ` line is followed, whatever its
-    section: reading one too many is harmless), breadth first, at most `INCLUDES_MAX` files."""
+    section: reading one too many is harmless), breadth first, at most `INCLUDES_MAX` files; with more, the listing
+    git gives of them all (`_listed_by_git`)."""
     queue, seen = list(configs), set[Path]()
     while queue and len(seen) < INCLUDES_MAX:
         path = queue.pop(0)
@@ -249,6 +252,35 @@ def _texts(configs: list[Path]) -> Iterator[str]:
             value = _value(text, match.end())
             if value:
                 queue.append(path.parent / os.path.expanduser(value))
+    if any(path not in seen for path in queue):  # more than the bound: git reads them all (fail closed, round 33)
+        yield _listed_by_git(configs[0].parent)
+
+
+def _listed_by_git(git_dir: Path) -> str:
+    """The settings of the repository at `git_dir` (its config and every file it includes) as git itself lists them,
+    written as config text: read when a config includes more than `INCLUDES_MAX` files (round 33: 40 includes of files
+    that do not exist, before the one naming a driver, hid it). Nothing when git cannot say (none on PATH, no answer
+    in 5 s: a command's git could not read them either)."""
+    argv = ["git", f"--git-dir={git_dir}", "config", "--local", "--includes", "--null", "--list"]
+    env = {"PATH": os.environ.get("PATH", os.defpath), "GIT_CONFIG_NOSYSTEM": "1"}
+    try:
+        listed = subprocess.run(argv, capture_output=True, timeout=5, env=env, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = []
+    for entry in listed.decode(errors="replace").split("\0"):
+        key, _, value = entry.partition("\n")
+        section, _, rest = key.partition(".")
+        sub, _, name = rest.rpartition(".")
+        if name:
+            lines.append(f'[{section} "{_escaped(sub)}"]' if sub else f"[{section}]")
+            lines.append(f'\t{name} = "{_escaped(value)}"')
+    return "\n".join(lines)
+
+
+def _escaped(text: str) -> str:
+    """`text` quoted as a config value or subsection name is (`_value` reads it back)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "b": "\b", "\\": "\\", '"': '"'}

@@ -29,6 +29,8 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   continued on the next line (`path = ev\\` + `il.cfg`): git includes it (measured: `git config --show-origin`), but
   `_git_drivers` read the value as a name no file has, so a `textconv` there ran at `git diff`. Values are now read as
   git's `parse_value` reads them (`_git_drivers._value`);
+- a config including more files than `_git_drivers` reads (`INCLUDES_MAX`, 32, missing ones counted) hid a driver in
+  the next one: 40 includes of no file, then the driver's; now git's own listing is read past the bound;
 - a command run more than 64 levels below its repository's top (`_git_drivers.PARENTS_MAX`) found no enclosing
   repository, so that repository's drivers ran at its `git diff`; now the walk goes as far up as a path can lead;
 - `unified sessions list` gave rich each stored summary as a `str`, which rich reads as markup: a first prompt holding
@@ -348,6 +350,22 @@ def test_git_diff_runs_no_textconv_of_a_file_included_by_a_value_git_reads(
     _included_driver(ws, include, marker)
     shown = subprocess.run(["git", "config", "--get", "diff.evil.textconv"], cwd=ws, capture_output=True, text=True)
     assert str(marker) in shown.stdout  # git reads the include
+    done = _run(ws, "git diff", _environment(who, ws, tmp_path))
+    assert not marker.exists()
+    assert "+world" in done.stdout
+
+
+@pytest.mark.e2e  # runs git
+@pytest.mark.parametrize("who", ["binary", "unified"])
+def test_a_driver_included_after_more_files_than_are_read_is_stopped(tmp_path: Path, who: str) -> None:
+    """SUCCEEDED before: `_git_drivers` read at most `INCLUDES_MAX` (32) config files a repository, the missing ones
+    counted: 40 includes of files that do not exist before the one naming a textconv hid it, and git, which reads
+    every include, ran it at `git diff`. Now git's own listing is read past the bound."""
+    ws, marker = tmp_path / "ws", tmp_path / "marker"
+    _repository(ws)
+    padding = "".join(f"\tpath = missing-{n}.cfg\n" for n in range(40))
+    _included_driver(ws, f"[include]\n{padding}\tpath = evil.cfg\n", marker)
+    assert ("diff.evil.textconv", "cat") in _git_drivers.overrides(ws)
     done = _run(ws, "git diff", _environment(who, ws, tmp_path))
     assert not marker.exists()
     assert "+world" in done.stdout
