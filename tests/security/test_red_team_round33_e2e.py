@@ -1,5 +1,10 @@
 """Red team, round 33, with the real binaries offline against the fake servers: a repository an attacker wrote (see
-test_red_team_round33.py for the unit cases)."""
+test_red_team_round33.py for the unit cases).
+
+SUCCEEDED before (each fails on the code before its fix): the Gemini CLI ran a trusted workspace `.env`'s `BASH_ENV`
+with the model's command; it read `~/.ssh/id_rsa` into its first request through the workspace's `context.fileName`;
+Codex started the MCP server of a project config in TOML 1.1. Held (pins): Claude Code lists no project agent or
+command; the Gemini CLI imports no file outside the project into its memory."""
 
 from __future__ import annotations
 
@@ -105,3 +110,28 @@ async def test_e2e_gemini_cli_reads_no_file_a_context_file_name_leads_to(workspa
     error = next(e for e in events if isinstance(e, ErrorEvent))
     assert error.code == "configuration_error"
     assert "context.fileName" in error.message
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_e2e_gemini_cli_imports_no_file_outside_the_project_into_its_memory(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Held (a pin): in a folder the CLI trusts it reads the workspace's `GEMINI.md` into the request, but its
+    `@` imports of a file outside the project, by `..` or through a link in the workspace, are refused by 0.61's
+    `validateImportPath` (the real path must be inside the project's root)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("ROUND33-OUTSIDE-SECRET\n")
+    (workspace / "link.md").symlink_to(outside / "secret.md")
+    (workspace / "GEMINI.md").write_text("MEMORY-MARKER-33\n@../outside/secret.md\n@./link.md\n")
+    async with FakeGemini([ModelTurn(text="done")]) as server:
+        options = backend_options_for(server, "gemini-cli", cli_home=tmp_path / "cli-home")
+        params = ExecuteParams(
+            prompt="hi", backend="gemini-cli", cwd=workspace, backend_options={**options, "pool_size": 0}
+        )
+        async with execute(params) as stream:
+            events = [event async for event in stream]
+        bodies = "\n".join(str(request.body) for request in server.requests)
+    assert isinstance(events[-1], Result)
+    assert "MEMORY-MARKER-33" in bodies  # the memory file was read: the imports were looked at
+    assert "ROUND33-OUTSIDE-SECRET" not in bodies
