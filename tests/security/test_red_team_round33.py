@@ -41,10 +41,11 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 
 Held (pins): the same `.env` in a folder the CLI does not trust (it takes only API keys there) and an application's
 own settings in a trusted folder's `.env` are not refused; a settings key spelled with a `\\u` escape is seen, one in a
-comment is not; a conversation file faking a permission answer is refused without quoting it; a Codex project config's `[mcp_servers]` written as dotted or quoted keys is turned off; an escape
-sequence in a stored prompt is shown written out. With the real binaries (`test_red_team_round33_e2e.py`): Claude Code
-lists no agent of the repository's `.claude/agents/` nor command of its `.claude/commands/` to the model
-(`--setting-sources user`).
+comment is not; a conversation file faking a permission answer is refused without quoting it; a Codex project
+config's `[mcp_servers]` written as dotted or quoted keys is turned off; an escape sequence in a stored prompt is
+shown written out. With the real binaries (`test_red_team_round33_e2e.py`): Claude Code lists no agent of the
+repository's `.claude/agents/` nor command of its `.claude/commands/` to the model (`--setting-sources user`); the
+Gemini CLI imports no file outside the project into its memory.
 """
 
 from __future__ import annotations
