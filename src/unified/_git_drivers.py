@@ -55,6 +55,7 @@ import itertools
 import os
 import re
 import stat
+import subprocess
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,9 +67,12 @@ __all__ = ["CONFIG_MAX_BYTES", "INCLUDES_MAX", "NESTED_ENTRIES_MAX", "NESTED_MAX
 CONFIG_MAX_BYTES = 1 << 20
 """Of each config file, the first MiB is read (git reads the whole file: a driver defined past it is missed)."""
 INCLUDES_MAX = 32
-"""Config files read per repository, its own and those it includes (`include.path`, `includeIf.*.path`)."""
-PARENTS_MAX = 64
-"""Directories walked up from the command's to find the repository enclosing it."""
+"""Config files read per repository, its own and those it includes (`include.path`, `includeIf.*.path`); past it,
+git itself lists them (`_listed_by_git`)."""
+PARENTS_MAX = 2048
+"""Directories walked up from the command's to find the repository enclosing it: as many as a path of PATH_MAX (4,096)
+bytes has, so every one git would find (git looks up to the root). At 64 (round 33), a command run 65 levels below
+its repository's top found none, and the drivers of that repository ran."""
 NESTED_ENTRIES_MAX = 8192
 """Entries of the directories below the command's looked at for a repository of their own (breadth first): up to
 30 ms on a busy machine (2 ms for a small workspace), paid by every command of unified's shell and every binary's
@@ -77,8 +81,9 @@ NESTED_MAX = 64
 """Repositories below the command's whose config is read."""
 
 _HEADER = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]')
-_PATH = re.compile(r'^[ \t]*path[ \t]*=[ \t]*("(?:[^"\\\n]|\\.)*"|[^\n;#]*)', re.IGNORECASE | re.MULTILINE)
-_HOOKS_PATH = re.compile(r'^[ \t]*hookspath[ \t]*=[ \t]*("(?:[^"\\\n]|\\.)*"|[^\n;#]*)', re.IGNORECASE | re.MULTILINE)
+_PATH = re.compile(r"^[ \t]*path[ \t]*=", re.IGNORECASE | re.MULTILINE)
+_HOOKS_PATH = re.compile(r"^[ \t]*hookspath[ \t]*=", re.IGNORECASE | re.MULTILINE)
+"""Where a `path` (an include's) or `hooksPath` key's value begins: read from there as git reads it (`_value`)."""
 _KEY = re.compile(r"^[ \t]*([A-Za-z][A-Za-z0-9-]*)", re.MULTILINE)
 """A key at a line's start (or right after its section's header, on the header's line)."""
 _EXTERNAL = re.compile(r"external", re.IGNORECASE)
@@ -113,7 +118,7 @@ def _read_drivers(top: Path, config: list[Path], found: dict[str, str]) -> None:
     to `top`, its work tree's top)."""
     hooks = [config[0].parent / "hooks"]
     for text in _texts(config):
-        hooks += [top / os.path.expanduser(_unquoted(match.group(1))) for match in _HOOKS_PATH.finditer(text)]
+        hooks += [top / os.path.expanduser(_value(text, match.end())) for match in _HOOKS_PATH.finditer(text)]
         headers = list(_HEADER.finditer(text))
         for at, header in enumerate(headers):
             section, sub = header.group(1).lower(), header.group(2)
@@ -229,7 +234,8 @@ def _nested(directory: Path) -> Iterator[tuple[Path, list[Path]]]:
 
 def _texts(configs: list[Path]) -> Iterator[str]:
     """The text of each of `configs` and of each file they include (every `path = ` line is followed, whatever its
-    section: reading one too many is harmless), breadth first, at most `INCLUDES_MAX` files."""
+    section: reading one too many is harmless), breadth first, at most `INCLUDES_MAX` files; with more, the listing
+    git gives of them all (`_listed_by_git`)."""
     queue, seen = list(configs), set[Path]()
     while queue and len(seen) < INCLUDES_MAX:
         path = queue.pop(0)
@@ -243,17 +249,82 @@ def _texts(configs: list[Path]) -> Iterator[str]:
             continue
         yield text
         for match in _PATH.finditer(text):
-            value = _unquoted(match.group(1))
+            value = _value(text, match.end())
             if value:
                 queue.append(path.parent / os.path.expanduser(value))
+    if any(path not in seen for path in queue):  # more than the bound: git reads them all (fail closed, round 33)
+        yield _listed_by_git(configs[0].parent)
 
 
-def _unquoted(value: str) -> str:
-    """A config value as git reads it: stripped, and a quoted one without its quotes and escapes."""
-    value = value.strip()
-    if value.startswith('"') and value.endswith('"') and len(value) >= 2:
-        value = re.sub(r"\\(.)", r"\1", value[1:-1])
-    return value
+def _listed_by_git(git_dir: Path) -> str:
+    """The settings of the repository at `git_dir` (its config and every file it includes) as git itself lists them,
+    written as config text: read when a config includes more than `INCLUDES_MAX` files (round 33: 40 includes of files
+    that do not exist, before the one naming a driver, hid it). Nothing when git cannot say (none on PATH, no answer
+    in 5 s: a command's git could not read them either)."""
+    argv = ["git", f"--git-dir={git_dir}", "config", "--local", "--includes", "--null", "--list"]
+    env = {"PATH": os.environ.get("PATH", os.defpath), "GIT_CONFIG_NOSYSTEM": "1"}
+    try:
+        listed = subprocess.run(argv, capture_output=True, timeout=5, env=env, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = []
+    for entry in listed.decode(errors="replace").split("\0"):
+        key, _, value = entry.partition("\n")
+        section, _, rest = key.partition(".")
+        sub, _, name = rest.rpartition(".")
+        if name:
+            lines.append(f'[{section} "{_escaped(sub)}"]' if sub else f"[{section}]")
+            lines.append(f'\t{name} = "{_escaped(value)}"')
+    return "\n".join(lines)
+
+
+def _escaped(text: str) -> str:
+    """`text` quoted as a config value or subsection name is (`_value` reads it back)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "b": "\b", "\\": "\\", '"': '"'}
+
+
+def _value(text: str, at: int) -> str:
+    """The value that begins at `text[at]`, as git's `parse_value` reads it: spaces around it dropped, a quote opening
+    or closing anywhere in it, `\\` escapes, a `\\` at a line's end going on to the next line, a comment (`;`, `#`)
+    outside quotes ending it. Round 33: `path = ev"il".cfg` and `path = ev\\` + `il.cfg` on the next line were read as
+    names no file has, so a driver in the file git includes was not stopped."""
+    out: list[str] = []
+    spaces = 0
+    quoted = comment = False
+    i, n = at, len(text)
+    while i < n:
+        char = text[i]
+        i += 1
+        if char == "\r" and text.startswith("\n", i):  # git reads `\r\n` as `\n`
+            continue
+        if char == "\n":
+            break
+        if comment:
+            continue
+        if not quoted and char in ";#":
+            comment = True
+            continue
+        if not quoted and char in " \t":
+            spaces += 1 if out else 0
+            continue
+        out.append(" " * spaces)
+        spaces = 0
+        if char == "\\" and i < n:
+            escaped = text[i]
+            i += 1
+            if escaped == "\r" and text.startswith("\n", i):
+                i += 1
+                continue
+            if escaped != "\n":  # a line continued; any other escape git refuses (`bad config`): taken as it is
+                out.append(_ESCAPES.get(escaped, escaped))
+        elif char == '"':
+            quoted = not quoted
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def _head(path: Path, size: int) -> str:

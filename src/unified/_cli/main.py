@@ -1272,6 +1272,7 @@ def sessions_list(
         _say(f"no readable {backend + ' ' if backend else ''}sessions", style="dim")
     else:
         from rich.table import Table
+        from rich.text import Text
 
         from unified._cli.render import visible
 
@@ -1282,7 +1283,9 @@ def sessions_list(
             summary = clip(s.summary or s.first_prompt or "", 80)
             if seen[(s.backend, s.short_id)] > 1 and s.cwd:  # one id in two projects: `--cwd` tells them apart
                 summary = f"{summary} (in {clip(s.cwd, 120)}: --cwd)"
-            table.add_row(s.short_id, s.backend, when, visible(summary))
+            # Text, not str: rich reads a str cell as markup, so a prompt holding `[/b]` stopped the listing
+            # (MarkupError) and `[link=URL]` made a hyperlink of a stored text (round 33)
+            table.add_row(*(Text(visible(cell)) for cell in (s.short_id, s.backend, when, summary)))
         _console().print(table)
     if listing.unreadable and not as_json:
         _say(f"{len(listing.unreadable)} unreadable session(s), left unchanged:", style="bold yellow")

@@ -40,8 +40,9 @@ from unified.events import (
 
 __all__ = ["INDENT", "PREVIEW_CHARS", "STDERR_LINES", "STYLES", "Renderer", "format_usage", "preview", "visible"]
 
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""Characters a terminal acts on instead of showing (escape sequences, bidi overrides), line breaks and tabs aside."""
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Characters a terminal acts on instead of showing (escape sequences, bidi overrides and marks: the Arabic letter
+mark U+061C as the left- and right-to-left ones, round 33), line breaks and tabs aside."""
 
 
 def visible(text: str) -> str:

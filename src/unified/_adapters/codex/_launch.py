@@ -378,9 +378,10 @@ def project_mcp_servers_off(cwd: Path, own: Sequence[str] = (), home: Path | Non
     Codex 0.171 starts a project's `[mcp_servers.*]` (its command runs) although it says project-local config is
     "disabled until the project is trusted" (measured: `command = "sh" args = ["-c", "touch x"]` in the workspace's
     file ran at `thread/start`), so a repository could run any command, or add tools, the caller never gave. A file
-    that is not TOML is left alone: Codex refuses to open the thread over it. One that names a server the run names
-    too (`own`: Codex would merge the file's table into the caller's, its `env` say) or is too large to read is
-    refused before the run starts."""
+    that names a server the run names too (`own`: Codex would merge the file's table into the caller's, its `env` say),
+    is too large to read, or is no TOML Python's `tomllib` reads is refused before the run starts: Codex 0.171 reads
+    TOML 1.1 and a byte order mark, which `tomllib` does not (round 33: `mcp_servers = { repo = { command = "sh" }, }`
+    was left alone, and Codex started it; measured with `codex mcp list`)."""
     off: dict[str, dict[str, Any]] = {}
     for folder in (cwd, *cwd.parents):
         if folder == home:
@@ -393,8 +394,16 @@ def project_mcp_servers_off(cwd: Path, own: Sequence[str] = (), home: Path | Non
                 f"{path} is over 1 MiB: unified cannot tell which MCP servers it would have Codex start",
                 hint="shorten or remove that file (a project's Codex settings), or run in another folder",
             ) from None
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (FileNotFoundError, NotADirectoryError):
             continue
+        except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError and TOMLDecodeError are ValueErrors
+            raise ConfigurationError(
+                f"{path} cannot be read as TOML 1.0 ({exc}): unified cannot tell which MCP servers it would have Codex "
+                "start, and Codex reads more (TOML 1.1: a trailing comma or a line break in an inline table, `\\e` and "
+                "`\\x` escapes; a byte order mark)",
+                hint="rewrite that file (a project's Codex settings) as plain TOML 1.0, or remove it, or run in "
+                "another folder",
+            ) from None
         servers = data.get("mcp_servers")
         if not isinstance(servers, dict):
             servers = {}

@@ -53,7 +53,12 @@ from unified._adapters.gemini_cli._chat_files import gemini_home
 from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._adapters.gemini_cli._outcome import TRUST_ADVICE
 from unified._adapters.gemini_cli._user_agents import own_subagents
-from unified._adapters.gemini_cli._workspace_settings import FolderTrust, env_file_refusal, workspace_refusal
+from unified._adapters.gemini_cli._workspace_settings import (
+    FolderTrust,
+    env_file_refusal,
+    special_file_refusal,
+    workspace_refusal,
+)
 from unified._binary.environment import EnvPolicy, FileSignature, cache_file, cache_folder, child_env, file_signature
 from unified._binary.install import BinarySpec, locate, require_node
 from unified._binary.process import AgentSubprocess, PipedEnv
@@ -340,6 +345,8 @@ class Launch:
         system = Path(given.get(SYSTEM_SETTINGS_ENV) or _DEFAULT_SYSTEM_SETTINGS)
         cwd = params.cwd.expanduser().resolve()
         folder = FolderTrust(cwd, env, home, system)
+        if (special := special_file_refusal(folder)) is not None:
+            raise ConfigurationError(special[0], hint=special[1])
         refusal = workspace_refusal(folder)
         if refusal is not None:
             raise ConfigurationError(

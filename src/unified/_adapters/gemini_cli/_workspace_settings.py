@@ -16,17 +16,20 @@ the repository's own (`env_file_refusal`).
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from unified._files import read_regular
+from unified._files import not_a_file, read_regular
+from unified.tools._shell_syntax import code_variable
 
-__all__ = ["FolderTrust", "cli_trusts", "env_file_refusal", "workspace_refusal"]
+__all__ = ["FolderTrust", "cli_trusts", "env_file_refusal", "special_file_refusal", "workspace_refusal"]
 
 UNSAFE_SETTINGS = (
     "hooks",
@@ -45,6 +48,10 @@ UNSAFE_SETTINGS = (
 own (hooks, MCP servers, tool discovery and calls, a sandbox image, the Gemma router's binary), sends what the run
 does elsewhere (telemetry, prompts included), or lets its tools reach folders the caller never named."""
 _MAX_BYTES = 1 << 20
+_LEADS_ELSEWHERE = re.compile(r"[/\\]|^\s*\.{1,2}\s*$")
+"""A memory file name (`context.fileName`) that is no plain name in its folder: 0.61 joins each to the folders it
+looks in (`path.join(home, ".gemini", name)`), so `../.ssh/id_rsa` read the user's key into the request it sent the
+model (round 33, e2e); a plain name (`AGENTS.md`) is a repository's own choice."""
 
 
 def strip_comments(text: str) -> str:
@@ -71,13 +78,24 @@ def strip_comments(text: str) -> str:
     return "".join(out)
 
 
+def _parsed(path: Path) -> object:
+    """The settings file at `path` as the CLI parses it (OSError, ValueError; RecursionError for JSON nested deeper
+    than Python reads, which the CLI's `JSON.parse` reads still)."""
+    return json.loads(strip_comments(read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8", "replace")))
+
+
 def _settings(path: Path) -> dict[str, Any] | None:
     """The settings file at `path` as the CLI parses it; None when there is none it could use."""
     try:
-        data = json.loads(strip_comments(read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8", "replace")))
+        data = _parsed(path)
     except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def _listed(value: object) -> list[object]:
+    """A setting that takes one value or a list of them, as a list (none when unset)."""
+    return value if isinstance(value, list) else [] if value is None else [value]
 
 
 def _get(settings: Mapping[str, Any] | None, dotted: str) -> object:
@@ -138,8 +156,8 @@ class FolderTrust:
 
 def workspace_refusal(folder: FolderTrust) -> str | None:
     """Why the run must not start in `folder.cwd`: its `.gemini/settings.json` sets what `UNSAFE_SETTINGS` names (or is
-    too large to tell) and the CLI would read it (`FolderTrust.trusted`). None when it may: no such file or setting,
-    the user's own settings (a home folder), or a folder the CLI does not trust."""
+    too large, or nested too deeply, to tell) and the CLI would read it (`FolderTrust.trusted`). None when it may: no
+    such file or setting, the user's own settings (a home folder), or a folder the CLI does not trust."""
     cwd, home = folder.cwd, folder.home
     path = cwd / ".gemini" / "settings.json"
     if cwd == home.resolve():
@@ -148,11 +166,24 @@ def workspace_refusal(folder: FolderTrust) -> str | None:
         too_large = path.stat().st_size > _MAX_BYTES
     except OSError:
         return None
-    settings = _settings(path)
+    data: object = None
+    too_deep = False
+    try:
+        data = _parsed(path)
+    except RecursionError:  # round 33: `{"hooks": ..., "x": [[[...]]]}` hid its hooks, which the CLI ran
+        too_deep = True
+    except (OSError, ValueError):  # the CLI cannot use it either: it refuses to start over it
+        pass
+    settings = data if isinstance(data, dict) else None
     found = [key for key in UNSAFE_SETTINGS if _get(settings, key)]
-    if not (found or too_large) or not folder.trusted:
+    names = _get(settings, "context.fileName")
+    if any(not isinstance(name, str) or _LEADS_ELSEWHERE.search(name) for name in _listed(names)):
+        found.append("context.fileName")
+    if not (found or too_large or too_deep) or not folder.trusted:
         return None
-    return f"{path} is over 1 MiB, too large to read" if too_large else f"{path} sets {', '.join(found)}"
+    if too_large or too_deep:
+        return f"{path} is {'over 1 MiB' if too_large else 'nested too deeply'}, too large to read"
+    return f"{path} sets {', '.join(found)}"
 
 
 ENDPOINT_VARIABLES = (
@@ -168,11 +199,17 @@ ENDPOINT_VARIABLES = (
     "ALL_PROXY",
     "all_proxy",
     "NODE_TLS_REJECT_UNAUTHORIZED",
+    "GOOGLE_CLOUD_UNIVERSE_DOMAIN",
 )
 """What decides where the CLI sends the run's requests and credentials (the endpoint, the auth type, a proxy, TLS
 checks), which a workspace's `.env` must not set for the run."""
-_ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([\w.-]+)\s*[=:]", re.MULTILINE)
-"""A variable a dotenv file sets (dotenv's `KEY=value`, `export KEY=value`, `KEY: value`), read over-inclusively."""
+_ASSIGNMENT = re.compile(r"^[\s\ufeff]*(?:export[\s\ufeff]+)?([\w.-]+)[\s\ufeff]*[=:]", re.MULTILINE)
+r"""A variable a dotenv file sets (dotenv's `KEY=value`, `export KEY=value`, `KEY: value`), read over-inclusively:
+JavaScript's `\s` is Python's and U+FEFF (a byte order mark before a key hid it, round 33)."""
+_LINE_BREAK = re.compile("\r\n?|[\u2028\u2029]")
+r"""What ends a line for dotenv besides `\n`: it reads `\r\n` and a lone `\r` as `\n`, and its multiline `^`
+(JavaScript's) begins a line after U+2028 and U+2029 too, where Python's does not: a key after one was missed (round
+33)."""
 
 
 def _env_file(cwd: Path, home: Path, trusted: bool) -> Path | None:
@@ -196,17 +233,36 @@ UNTRUSTED_KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 with the Google Cloud project and location, which only pick a project the run's own credentials must reach)."""
 
 
+CLI_PREFIXES = ("GEMINI_", "OTEL_")
+"""The CLI's own variables (its system prompt `GEMINI_SYSTEM_MD`, `GEMINI_DEFAULT_AUTH_TYPE`,
+`GEMINI_SANDBOX_PROXY_COMMAND`, `GEMINI_DEBUG_LOG_FILE`, ...) and its telemetry exporter's (`OTEL_EXPORTER_OTLP_*`): a
+trusted folder's `.env` sets them before the CLI reads them (round 33)."""
+
+
+def _acts(name: str) -> bool:
+    """Whether a trusted folder's `.env` setting `name` (not set for the run) acts behind the run's back: it moves the
+    endpoint (`ENDPOINT_VARIABLES`), is one of the CLI's own (`CLI_PREFIXES`, the credentials aside: `KEY_VARIABLES`
+    are judged by whether the run gives any), or makes bash or a program it starts run code (`code_variable`:
+    `BASH_ENV`, `GIT_CONFIG_*`, `LD_PRELOAD`, `NODE_OPTIONS`, ...; a name no shell variable has, fail closed). The
+    CLI's shell tool passes every variable but those named like a secret to the commands it runs (round 33)."""
+    if name in KEY_VARIABLES:
+        return False
+    return name in ENDPOINT_VARIABLES or name.startswith(CLI_PREFIXES) or code_variable(name)
+
+
 def env_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
     """Why the run must not start in `folder.cwd`: the workspace's environment file (`_env_file`) sets a variable
-    the run's environment `folder.env` does not and 0.61 would take from it: one of `ENDPOINT_VARIABLES` in a folder
-    the CLI trusts, or, in a run that gives no credentials at all, one of `KEY_VARIABLES` (`UNTRUSTED_KEYS` in a folder
-    it does not trust). The CLI loads that file into its environment at its start, every variable not set already (in
-    a folder it does not trust only API keys and the Google Cloud project and location), so a repository's
-    `GOOGLE_GEMINI_BASE_URL` would receive the run's requests and its key (measured: FakeGemini named there got them),
-    and its `GEMINI_API_KEY` would run a keyless run on the repository's account (measured: FakeGemini got the
-    repository's key, trusted folder or not). A run that gives a key keeps it (the file never replaces a variable set),
-    so a `.env` holding an application's own `GOOGLE_API_KEY` is no matter then. Unsure (a file too large or
-    unreadable): refused. The refusal's message and hint."""
+    the run's environment `folder.env` does not and 0.61 would take from it: one `_acts` names in a folder the CLI
+    trusts (the endpoint, the CLI's own settings, what makes a command it runs run code), or, in a run that gives no
+    credentials at all, one of `KEY_VARIABLES` (`UNTRUSTED_KEYS` in a folder it does not trust). The CLI loads that
+    file into its environment at its start, every variable not set already (in a folder it does not trust only API
+    keys and the Google Cloud project and location), so a repository's `GOOGLE_GEMINI_BASE_URL` would receive the
+    run's requests and its key (measured: FakeGemini named there got them), its `BASH_ENV` would run with every command
+    the model runs, and its `GEMINI_API_KEY` would run a keyless run on the repository's account (measured: FakeGemini
+    got the repository's key, trusted folder or not). A run that gives a key keeps it (the file never replaces a
+    variable set), so a `.env` holding an application's own `GOOGLE_API_KEY` is no matter then. The file is read as
+    dotenv reads it (`_LINE_BREAK`, `_ASSIGNMENT`). Unsure (a file too large or unreadable): refused. The refusal's
+    message and hint."""
     keyless = not any(folder.env.get(name) for name in KEY_VARIABLES)
     path = _env_file(folder.cwd, folder.home, trusted=True)  # the file the CLI loads where it trusts the folder
     if path is None or not (keyless or folder.trusted):  # a file system look only when there is one
@@ -215,16 +271,17 @@ def env_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
         path = _env_file(folder.cwd, folder.home, trusted=False)  # an untrusted folder's `.gemini/.env` is not read
         if path is None:
             return None
-    watched = (
-        (ENDPOINT_VARIABLES + KEY_VARIABLES if keyless else ENDPOINT_VARIABLES) if folder.trusted else UNTRUSTED_KEYS
-    )
+    watched = (KEY_VARIABLES if keyless else ()) if folder.trusted else UNTRUSTED_KEYS
     try:
         text = read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8", "replace")
     except OSError as exc:
+        if exc.errno == errno.EISDIR:  # a virtual environment named `.env`: the CLI stops there and loads nothing
+            return None
         fact = f"{path} cannot be read ({exc.strerror or exc})"
-        found = list(watched)
+        found = list(watched + ENDPOINT_VARIABLES) if folder.trusted else list(watched)
     else:
-        found = sorted({m for m in _ASSIGNMENT.findall(text) if m in watched and m not in folder.env})
+        keys = _ASSIGNMENT.findall(_LINE_BREAK.sub("\n", text))
+        found = sorted({m for m in keys if (m in watched or (folder.trusted and _acts(m))) and m not in folder.env})
         fact = f"{path} sets {', '.join(found)}"
     if not found:
         return None
@@ -232,10 +289,12 @@ def env_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
         ", or have the CLI not trust the folder (GEMINI_CLI_TRUST_WORKSPACE=false in the env option: it then takes "
         "only API keys and the project from a .env, and refuses yolo and stdio MCP servers)"
     )
-    if not any(name in KEY_VARIABLES for name in found):
+    if not (keyless and any(name in KEY_VARIABLES for name in found)):
         return (
-            f"{fact}: the gemini CLI would load it in this folder, which it trusts, and send the run's requests and "
-            "credentials where it says",
+            f"{fact}: the gemini CLI would load it in this folder, which it trusts, before anything the run allows: "
+            "such a variable decides where it sends the run's requests and credentials, what it reads as its own "
+            "settings (its system prompt, trust, telemetry, logs), or what bash and the programs its shell tool "
+            "starts run",
             f"remove it from that file, set the variable for the run yourself (the env option){untrust}",
         )
     return (
@@ -244,3 +303,26 @@ def env_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
         "give the run its own key (GEMINI_API_KEY in the environment or the env option), or remove it from that file "
         "(a folder the CLI does not trust still gives it the file's API keys)",
     )
+
+
+def special_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
+    """Why the run must not start in `folder.cwd`: a file the CLI reads as it starts, in any folder, trusted or not
+    (the workspace's `.gemini/settings.json`, read before the CLI decides whether to use it; the `.env` it would load,
+    `_env_file`), is a FIFO or a device. Round 33: a FIFO there held the CLI's start (over ACP until unified's wait for
+    `initialize` ran out, a minute), and node reads a link to `/dev/zero` without end. A directory is no matter (the
+    CLI cannot read it and goes on, or refuses to start saying so). The refusal's message and hint."""
+    cwd, home = folder.cwd, folder.home
+    candidates: list[Path | None] = [] if cwd == home.resolve() else [cwd / ".gemini" / "settings.json"]
+    candidates += [_env_file(cwd, home, trusted=True), _env_file(cwd, home, trusted=False)]
+    for path in dict.fromkeys(path for path in candidates if path is not None):
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            continue
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            return (
+                f"{path} {not_a_file(path)}: the gemini CLI reads that file as it starts, in any folder, and would "
+                "wait on it or read it without end",
+                "remove it, or put a regular file there",
+            )
+    return None
