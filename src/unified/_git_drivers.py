@@ -60,6 +60,7 @@ from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
+from unified._environ import absolute_search_path
 from unified._files import open_regular
 
 __all__ = ["CONFIG_MAX_BYTES", "INCLUDES_MAX", "NESTED_ENTRIES_MAX", "NESTED_MAX", "overrides", "parameters"]
@@ -262,7 +263,8 @@ def _listed_by_git(git_dir: Path) -> str:
     that do not exist, before the one naming a driver, hid it). Nothing when git cannot say (none on PATH, no answer
     in 5 s: a command's git could not read them either)."""
     argv = ["git", f"--git-dir={git_dir}", "config", "--local", "--includes", "--null", "--list"]
-    env = {"PATH": os.environ.get("PATH", os.defpath), "GIT_CONFIG_NOSYSTEM": "1"}
+    # Absolute entries only: a relative one (`.`, `bin`) would find the repository's own `git` first
+    env = {"PATH": absolute_search_path(os.environ.get("PATH", os.defpath)), "GIT_CONFIG_NOSYSTEM": "1"}
     try:
         listed = subprocess.run(argv, capture_output=True, timeout=5, env=env, check=False).stdout
     except (OSError, subprocess.SubprocessError):

@@ -465,3 +465,24 @@ def test_sessions_list_writes_out_an_arabic_letter_mark_in_a_stored_prompt(
     assert result.exit_code == 0, result.output
     assert "\u061c" not in result.stdout
     assert "a\\u061cb.py" in result.stdout
+
+
+@pytest.mark.e2e  # runs git
+def test_the_listing_past_the_bound_runs_no_git_a_relative_path_entry_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before (the reviewer's): `_listed_by_git` ran `git` through the process's `PATH` as it was, so a
+    relative entry (`bin`, where unified's own process stood in the repository) found the repository's `bin/git`,
+    which ran as unified read the config. Its `PATH` keeps the absolute entries alone (`absolute_search_path`)."""
+    ws, marker = tmp_path / "ws", tmp_path / "marker"
+    _repository(ws)
+    padding = "".join(f"\tpath = missing-{n}.cfg\n" for n in range(40))
+    _included_driver(ws, f"[include]\n{padding}\tpath = evil.cfg\n", tmp_path / "textconv-marker")
+    planted = ws / "bin" / "git"
+    planted.parent.mkdir()
+    planted.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    planted.chmod(0o755)
+    monkeypatch.chdir(ws)
+    monkeypatch.setenv("PATH", f"bin{os.pathsep}{os.environ['PATH']}")
+    assert ("diff.evil.textconv", "cat") in _git_drivers.overrides(ws)  # the real git listed it
+    assert not marker.exists()
