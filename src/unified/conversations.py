@@ -34,9 +34,10 @@ from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, ValidationError, field_validator
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from unified import _limits as limits
+from unified._text import found_json
 from unified.events import JsonValue, Provider, Usage
 
 __all__ = [
@@ -255,8 +256,17 @@ class Conversation(BaseModel):
     @classmethod
     def _written_by_this_unified(cls, version: object) -> object:
         """A larger version is a newer unified's record: said so, with what to do (it was pydantic's "Input should
-        be less than or equal to 1", which told neither)."""
-        if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+        be less than or equal to 1", which told neither). A version is the integer the format defines and nothing
+        that reads as one: `"1"`, `1.0` and `true` were taken for 1 (bad input round 22), so a file another tool
+        wrote to a format of its own passed for this one."""
+        if version.__class__ is not int or version < 1:
+            raise PydanticCustomError(
+                "version_type",
+                'the conversation\'s version is {found}: a version is the integer {known} (`"version": {known}`, '
+                "as `unified sessions export` writes it)",
+                {"found": found_json(version), "known": VERSION},
+            )
+        if version > VERSION:
             raise PydanticCustomError(
                 "newer_version",
                 "the conversation has version {version}: a newer unified wrote it (this one reads version {known}); "
@@ -484,17 +494,19 @@ class Conversation(BaseModel):
             )
             details: list[InitErrorDetails] = [{"type": problem, "loc": (), "input": None}]
             raise ValidationError.from_exception_data(cls.__name__, details, hide_input=True)
-        try:
-            return cls.model_validate_json(text)
+        try:  # strict: a count is a JSON integer, a flag true or false (`"5"`, `5.0`, `"true"` were taken as them)
+            return cls.model_validate_json(text, strict=True)
         except ValidationError as exc:
             errors = exc.errors(include_url=False)
-            if not any(error["type"] in ("union_tag_invalid", "extra_forbidden") for error in errors):
+            if not any(error["type"] in _REWORDED for error in errors):
                 raise
             hidden = [
                 {**error, "ctx": {**error.get("ctx", {}), "tag": "..."}}
                 if error["type"] == "union_tag_invalid"
                 else {**error, "loc": (*error["loc"][:-1], "..."), "type": _unknown_field(len(error["loc"]) == 1)}
                 if error["type"] == "extra_forbidden"
+                else {**error, "type": _wrong_value(error)}
+                if error["type"] in _REWORDED
                 else error
                 for error in errors
             ]
@@ -503,6 +515,32 @@ class Conversation(BaseModel):
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         return cls.model_json_schema()
+
+
+_REWORDED = {
+    "union_tag_invalid": "",
+    "extra_forbidden": "",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "bool_type": "true or false",
+    "float_type": "a number",
+    "string_type": "a string",
+    "greater_than_equal": "a number of at least {ge:g}",
+    "finite_number": "a finite number",
+}
+"""The errors `Conversation.from_json` words itself: an unknown tag or field (never named), a value of the wrong JSON
+kind or out of range (pydantic said "Input should be a valid integer", not what it found)."""
+
+
+def _wrong_value(error: ErrorDetails) -> PydanticCustomError:
+    """A value of the wrong kind or out of range, saying what was found (`unified._text.found_json`) and what the
+    format has there."""
+    expected = _REWORDED[error["type"]].format(**error.get("ctx", {}))
+    return PydanticCustomError(
+        "wrong_value",
+        "found {found}, where the format has {expected}",
+        {"found": found_json(error["input"]), "expected": expected},
+    )
 
 
 def _unknown_field(top: bool) -> PydanticCustomError:
