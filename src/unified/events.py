@@ -777,9 +777,12 @@ class Result(_EventBase):
     duration_ms: int = 0
     turns: int = 0
     short_id: str | None = None
-    """The session that resumes this conversation (after a failover, the continued one's)."""
+    """The session that resumes this conversation (after a failover, the continued one's; when the fallback failed
+    before it began a session, the session left as it was)."""
     backend: str | None = None
-    """The backend that ran the run (after a failover, the last one)."""
+    """The backend of `short_id`'s session, so `resume=short_id` on it continues the conversation (after a failover,
+    the last one that began a session; `error` names a fallback that failed first); without a session, the backend
+    that ran last."""
     error: str | None = None
 
 

@@ -12,10 +12,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from tests.foundation.test_bad_input_round21 import QUOTA, _Answers, _events, _options
 from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line, _in_process
+from unified import ExecuteParams
+from unified._execute import EventStream, check_params
 from unified.conversations import Conversation
-from unified.errors import CorruptSession
-from unified.events import Usage, parse_event
+from unified.errors import ConfigurationError, CorruptSession
+from unified.events import Failover, Result, Usage, parse_event
+from unified.sessions import MemorySessionStore
+from unified.types import Fallback
 
 # --- a conversation's values, exactly of the kind the format defines -----------------------------------------------
 
@@ -165,3 +170,102 @@ def test_a_session_header_of_loose_values_is_corrupt_and_says_which(field: dict[
         parse_document(json.dumps({"header": {**_HEADER, **field}, "state": {}}), "x.json")
     assert said in caught.value.message
     assert "it was left unchanged" in str(caught.value.hint)
+
+
+# --- a fallback that is the backend itself, or named twice -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--backend", "generate-content", "--fallback", "generate-content"), "fallback names generate-content, the "),
+        (("--backend", "codex", "--fallback", "interactions,interactions"), "fallback names interactions twice"),
+        (("--fallback", "codex,gemini-cli,codex"), "fallback names codex twice"),
+    ],
+    ids=["itself", "twice", "twice-after-auto"],
+)
+def test_run_refuses_a_fallback_that_repeats_a_backend(
+    args: tuple[str, ...], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """FAILED before: each was taken, and the run went on on what had just given out."""
+    _assert_one_error_line(_in_process(capsys, "run", "hi", *args), EXIT_BAD_INPUT, said)
+
+
+def _library_params(tmp_path: Path, **fields: Any) -> ExecuteParams:
+    return ExecuteParams(prompt="hi", backend="generate-content", model="gemini-2.5-flash", cwd=tmp_path, **fields)
+
+
+@pytest.mark.parametrize(
+    ("fallback", "said"),
+    [
+        (("generate-content",), "the backend itself"),
+        ((Fallback(backend="generate-content", model="gemini-2.5-flash"),), "the backend itself"),
+        (("interactions", Fallback(backend="interactions")), None),
+        ((Fallback(backend="codex", model="o3"), Fallback(backend="codex", model="o3")), "codex twice"),
+    ],
+    ids=["name", "same-model", "name-and-fallback", "fallback-twice"],
+)
+def test_the_library_refuses_a_fallback_that_repeats_a_backend(
+    tmp_path: Path, fallback: tuple[str | Fallback, ...], said: str | None
+) -> None:
+    """FAILED before (but the pin): taken. A name and a `Fallback` of the same backend are two runs (the name sends
+    no backend_options), so they are kept."""
+    params = _library_params(tmp_path, fallback=fallback)
+    if said is None:
+        check_params(params)
+        return
+    with pytest.raises(ConfigurationError) as caught:
+        EventStream(params)
+    assert said in caught.value.message
+    assert "name another backend" in str(caught.value.hint) or "once" in str(caught.value.hint)
+
+
+def test_a_fallback_of_the_same_backend_on_another_model_is_kept(tmp_path: Path) -> None:
+    """Pin: the next model of one backend is what a rate limit on a model calls for."""
+    check_params(_library_params(tmp_path, fallback=(Fallback(backend="generate-content", model="gemini-2.5-pro"),)))
+
+
+# --- the result of a failover whose fallback never began ------------------------------------------------------------
+
+_ANSWER = (
+    200,
+    {"candidates": [{"content": {"role": "model", "parts": [{"text": "resumed r22"}]}, "finishReason": "STOP"}]},
+)
+
+
+@pytest.mark.anyio
+async def test_the_result_of_a_fallback_that_never_began_resumes_the_session_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """generate-content gives out (429), interactions (no key: a `Fallback` by name sends no backend_options) fails
+    before it begins a session. FAILED before: the result paired generate-content's short id with `backend`
+    interactions, and resuming that pair answered session_not_found ("belongs to the generate-content backend")."""
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(name, raising=False)
+    store = MemorySessionStore()
+    with _Answers([QUOTA, _ANSWER]) as server:
+        first = await _events(
+            _library_params(tmp_path, backend_options=_options(server), fallback=("interactions",), session_store=store)
+        )
+        [switch] = [e for e in first if isinstance(e, Failover)]
+        result = first[-1]
+        assert isinstance(result, Result)
+        assert (result.backend, result.short_id) == ("generate-content", switch.left_session)
+        assert result.error is not None
+        assert result.error.startswith("the interactions backend cannot authenticate")  # the fallback that failed
+        assert "generate-content gave out (rate_limited: " in result.error
+        assert f"its session {switch.left_session} left as it was" in result.error
+        again = await _events(
+            ExecuteParams(
+                prompt="go on",
+                backend=str(result.backend),
+                model="gemini-2.5-flash",
+                cwd=tmp_path,
+                backend_options=_options(server),
+                resume=result.short_id,
+                session_store=store,
+            )
+        )
+    resumed = again[-1]
+    assert isinstance(resumed, Result)
+    assert (resumed.status, resumed.final_text, resumed.short_id) == ("success", "resumed r22", result.short_id)
