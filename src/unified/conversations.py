@@ -79,11 +79,19 @@ def provider_of_backend(backend: str) -> Provider | None:
 
 
 def _bytes_from_base64(value: object) -> bytes:
+    """An image's bytes: as they are, or from base64 text. Text that is no base64 said binascii's words alone
+    ("Incorrect padding", "Only base64 data is allowed"): now what the field holds and what to do (round 22)."""
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):
-        return base64.b64decode(value, validate=True)
-    raise ValueError("expected base64 text or bytes")
+        try:
+            return base64.b64decode(value, validate=True)
+        except ValueError as exc:  # binascii.Error
+            raise ValueError(
+                f"the image's data is not base64 ({str(exc).rstrip('.')}): an image holds its bytes as base64 "
+                "text (A-Z, a-z, 0-9, + and /, padded with =), as `unified sessions export` writes them"
+            ) from None
+    raise ValueError(f"the image's data is {found_json(value)}, not base64 text")
 
 
 Base64Bytes = Annotated[
@@ -656,26 +664,31 @@ def _conform(value: str, rule: re.Pattern[str], mapped: dict[str, str], taken: s
     raise ValueError("no stand-in for a tool call's id or name")  # unreachable: sha256 has no such collisions
 
 
-_JSON_STRING = rb'"(?:[^"\\]|\\.)*"'
-"""A JSON string literal, escapes included (`_values` leaves them out: a text's brackets and commas are no values)."""
+_JSON_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
+"""A JSON string literal, escapes included (`_values` leaves them out: a text's brackets and commas are no values).
+Possessive (Python 3.11): no backtracking state is kept, so a string of any length is matched in constant memory,
+which is what RE2 was used for; RE2's bindings make a Python call per match, and 10**6 tiny turns (53 MB) took 77 s
+to be refused (bad input round 22)."""
 _VALUE_MARKS = (b"{", b"[", b",")
 
 
 def _values(text: str | bytes, bound: int | None = None) -> int:
     """About how many values a JSON text holds: its `{`, `[` and `,` outside strings (an array of n items
     has n - 1 commas and a bracket; an object of n members, n - 1 commas and a brace). Counted on the raw
-    text first (one pass in C per character, no copy), and without the strings only when that count is
-    over the bound (prose holds a comma every 60 characters or so), with RE2 (linear, and no backtracking
-    stack on a long string). `bound`: `limits.MAX_CONVERSATION_VALUES` unless given (a session record's is
-    `limits.MAX_SESSION_VALUES`)."""
+    text first (one pass in C per character, no copy), and when that count is over the bound (prose holds a
+    comma every 60 characters or so) less those inside each string, counted in place: the text without its
+    strings (`re2.sub`) was a copy, and a list of a piece between every two strings, of several times the
+    text's size for one of many small strings. `bound`: `limits.MAX_CONVERSATION_VALUES` unless given (a session
+    record's is `limits.MAX_SESSION_VALUES`)."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    raw = sum(data.count(mark) for mark in _VALUE_MARKS)
-    if raw <= (limits.MAX_CONVERSATION_VALUES if bound is None else bound):
-        return raw
-    import re2  # only for a text this large
-
-    bare: bytes = re2.sub(_JSON_STRING, b"", data)
-    return sum(bare.count(mark) for mark in _VALUE_MARKS)
+    count = sum(data.count(mark) for mark in _VALUE_MARKS)
+    if count <= (limits.MAX_CONVERSATION_VALUES if bound is None else bound):
+        return count
+    for string in _JSON_STRING.finditer(data):
+        start, end = string.span()
+        if end - start > 2:  # `""` holds none
+            count -= data.count(b"{", start, end) + data.count(b"[", start, end) + data.count(b",", start, end)
+    return count
 
 
 _ORIGIN_MAX_CHARS = 4096
