@@ -515,6 +515,8 @@ class Conversation(BaseModel):
                 if error["type"] == "extra_forbidden"
                 else {**error, "type": _wrong_value(error)}
                 if error["type"] in _REWORDED
+                else {**error, "type": PydanticCustomError(error["type"], "{said}", {"said": error["msg"]})}
+                if error["type"] in _OURS
                 else error
                 for error in errors
             ]
@@ -538,6 +540,10 @@ _REWORDED = {
 }
 """The errors `Conversation.from_json` words itself: an unknown tag or field (never named), a value of the wrong JSON
 kind or out of range (pydantic said "Input should be a valid integer", not what it found)."""
+_OURS = {"version_type", "newer_version", "too_many_values"}
+"""The errors of this module's own validators (`PydanticCustomError`s): raised again beside one reworded, each is
+made anew, as pydantic knows no such type by its name alone (a string version beside an unknown part's tag raised
+KeyError "Invalid error type: 'version_type'")."""
 
 
 def _wrong_value(error: ErrorDetails) -> PydanticCustomError:

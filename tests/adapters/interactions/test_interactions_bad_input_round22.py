@@ -39,7 +39,8 @@ async def _run(tmp_path: Path, *events: dict[str, Any]) -> list[UnifiedEvent]:
 
 
 async def test_an_interaction_that_ends_failed_says_what_to_do(tmp_path: Path) -> None:
-    """FAILED before: "the interaction ended with status 'failed'", no reason said missing, no hint."""
+    """FAILED before: only "the interaction ended with status 'failed'", saying neither that no reason came
+    nor what to do."""
     events = await _run(tmp_path, CREATED, START, DELTA, STOP, _completed("failed"))
     [error] = [e for e in events if isinstance(e, ErrorEvent)]
     assert error.code == "backend_error"
