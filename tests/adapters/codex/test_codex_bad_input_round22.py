@@ -29,3 +29,13 @@ def test_a_usage_notification_of_no_shape_is_a_response_without_usage(token_usag
     """Pin: no exception out of the translator; the response counts as one that reported nothing (`estimated`)."""
     (response,) = note(translator(), "thread/tokenUsage/updated", tokenUsage=token_usage)
     assert response.usage == Usage(estimated=True)
+
+
+@pytest.mark.parametrize("count", [2**53, 10**30], ids=["2**53", "10**30"])
+def test_a_count_past_what_json_carries_exactly_is_0(count: int) -> None:
+    """FAILED before: 10**30 input tokens went out in the usage events, a number JavaScript rounds and Go refuses."""
+    from unified._internal.counts import positive_int
+
+    assert usage_from_breakdown({"inputTokens": count, "outputTokens": 7}) == Usage(output_tokens=7)
+    assert positive_int(count) == 0
+    assert positive_int(2**53 - 1) == 2**53 - 1  # the largest that is exact
