@@ -188,7 +188,7 @@ class _Failover:
         from unified._routing import note_gave_out
 
         params, view, remaining = self.params, ctx, list(self.params.fallback)
-        gave_out: list[tuple[str, UnifiedError]] = []
+        gave_out: list[tuple[str, UnifiedError, str | None]] = []
         while True:
             before = ctx.session_id
             try:
@@ -204,10 +204,10 @@ class _Failover:
                     _name_the_chain(failure, gave_out)
                     raise
                 failed = self._current.name
-                gave_out.append((failed, failure))
                 started = ctx.session_id if ctx.session_id != before else None
                 note_gave_out(failed, failure)
                 params, left = await self._next_params(params, remaining.pop(0), failed, started)
+                gave_out.append((failed, failure, left))
                 await ctx.emit(
                     Failover(
                         from_backend=failed,
@@ -258,19 +258,25 @@ class _Failover:
         return _as_run_on(following, chosen.backend), left
 
 
-def _name_the_chain(failure: UnifiedError, gave_out: list[tuple[str, UnifiedError]]) -> None:
+def _name_the_chain(failure: UnifiedError, gave_out: list[tuple[str, UnifiedError, str | None]]) -> None:
     """`failure` (the error that ends a run after a failover) made to name each backend that gave out before, and
     why, in its message and `details["gave_out"]`: the run's error named only the last one, so a chain where every
     backend failed read as if one had been tried (bad input round 21), the others' reasons left in the `failover`
-    events a reader of `result.error` never sees."""
+    events a reader of `result.error` never sees. Each names the session it left (round 22: the one a run whose
+    fallback failed before it began a session resumes, `result.short_id`)."""
     if not gave_out:
         return
     earlier = ", then ".join(
-        f"{name} gave out ({error.code}: {clip(error.message, 300, more='…')})" for name, error in gave_out
+        f"{name} gave out ({error.code}: {clip(error.message, 300, more='…')})"
+        + (f", its session {left} left as it was" if left is not None else "")
+        for name, error, left in gave_out
     )
     failure.extend(
         f"this backend ran as the fallback after {earlier}",
-        gave_out=[{"backend": name, "code": error.code, "message": error.message} for name, error in gave_out],
+        gave_out=[
+            {"backend": name, "code": error.code, "message": error.message, "left_session": left}
+            for name, error, left in gave_out
+        ],
     )
 
 
@@ -415,8 +421,8 @@ def check_params(params: ExecuteParams) -> None:
     directory or named in bytes that are not UTF-8, for a blank prompt (a prompt of images only is
     allowed), for a prompt or system instruction that is not text (a lone surrogate, which no API's UTF-8
     can carry), for a model name no API takes, for a blank `resume` (it would start a new session
-    unasked), for an empty image or one whose bytes are another type than its `mime_type`, and for
-    `retry` or `history` used the wrong way.
+    unasked), for an empty image or one whose bytes are another type than its `mime_type`, for a `fallback` that
+    is the backend itself or is named twice, and for `retry` or `history` used the wrong way.
     """
     _check_directory("cwd", params.cwd)
     for directory in params.include_directories:
@@ -449,6 +455,7 @@ def check_params(params: ExecuteParams) -> None:
                 f"the history cannot be continued: {redact_key_shapes(problem)}",
                 hint="fix the conversation (unified sessions export REF prints a valid one) and run again",
             )
+    _check_fallback_repeats(params)
     if params.retry:
         if params.resume is None and params.history is None:
             raise ConfigurationError("retry answers the last turn of a session again", hint="pass resume (or history)")
@@ -457,6 +464,38 @@ def check_params(params: ExecuteParams) -> None:
         return
     if not params.prompt.strip() and not params.images:
         raise ConfigurationError("the prompt is empty", hint="say what the agent should do")
+
+
+def _check_fallback_repeats(params: ExecuteParams) -> None:
+    """A fallback that is the backend itself (a name, or a `Fallback` of its model and options), or one named twice,
+    runs again what just gave out: a rate limit, a quota, refused credentials or an unavailable backend give out the
+    same way on the same backend and model, and the backend's own retries have already retried it. It was taken
+    (bad input round 22), and the run went on to fail twice, the second time after a `failover` that changed nothing.
+    A `Fallback` of the same backend with another model is a fallback (the next model), and is kept."""
+    seen: set[tuple[object, ...]] = set()
+    for target in params.fallback:
+        if isinstance(target, Fallback):
+            name, key = target.backend, (target.backend, target.model, repr(target.backend_options))
+            itself = (name, target.model, target.backend_options) == (
+                params.backend,
+                params.model,
+                params.backend_options,
+            )
+        else:
+            name, key, itself = target, (target, None, "a name"), target == params.backend
+        if itself and name != "auto":
+            raise ConfigurationError(
+                f"fallback names {name}, the backend itself: after it gave out the run would go on on the same "
+                "backend and model, which gives out the same way",
+                hint="name another backend to go on on (its own retries already retry this one); in the library, "
+                "a Fallback(backend=..., model=...) goes on on another model",
+            )
+        if key in seen:
+            raise ConfigurationError(
+                f"fallback names {name} twice: the second would run again what just gave out on the first",
+                hint="name each backend to go on on once",
+            )
+        seen.add(key)
 
 
 def _check_image(number: int, image: ImageInput) -> None:

@@ -14,6 +14,7 @@ CLI writes its session files with the same `JSON.stringify`, and `unified sessio
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -23,6 +24,7 @@ from unified._limits import MAX_JSON_DEPTH
 __all__ = [
     "choose_one_of",
     "escapes_surrogates",
+    "found_json",
     "json_type",
     "loaded_well_formed",
     "nearest",
@@ -83,6 +85,16 @@ def json_type(value: object) -> str:
     if isinstance(value, list):
         return "an array"
     return "an object" if isinstance(value, dict) else type(value).__name__
+
+
+def found_json(value: object) -> str:
+    """A parsed JSON value as an error says it found it: a number, `true`, `false` or `null` as written (`1.0` where a
+    version goes, `-3` for a count), any other by its type alone (`json_type`: a string may hold a key, never quoted).
+    """
+    if value is None or isinstance(value, bool | int | float):
+        written = json.dumps(value)
+        return written if len(written) <= 40 else f"{json_type(value)} of {len(written)} characters"
+    return json_type(value)
 
 
 def nearest(value: str, choices: Iterable[str]) -> str | None:

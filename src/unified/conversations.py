@@ -34,9 +34,10 @@ from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, ValidationError, field_validator
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from unified import _limits as limits
+from unified._text import found_json
 from unified.events import JsonValue, Provider, Usage
 
 __all__ = [
@@ -78,11 +79,19 @@ def provider_of_backend(backend: str) -> Provider | None:
 
 
 def _bytes_from_base64(value: object) -> bytes:
+    """An image's bytes: as they are, or from base64 text. Text that is no base64 said binascii's words alone
+    ("Incorrect padding", "Only base64 data is allowed"): now what the field holds and what to do (round 22)."""
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):
-        return base64.b64decode(value, validate=True)
-    raise ValueError("expected base64 text or bytes")
+        try:
+            return base64.b64decode(value, validate=True)
+        except ValueError as exc:  # binascii.Error
+            raise ValueError(
+                f"the image's data is not base64 ({str(exc).rstrip('.')}): an image holds its bytes as base64 "
+                "text (A-Z, a-z, 0-9, + and /, padded with =), as `unified sessions export` writes them"
+            ) from None
+    raise ValueError(f"the image's data is {found_json(value)}, not base64 text")
 
 
 Base64Bytes = Annotated[
@@ -255,8 +264,17 @@ class Conversation(BaseModel):
     @classmethod
     def _written_by_this_unified(cls, version: object) -> object:
         """A larger version is a newer unified's record: said so, with what to do (it was pydantic's "Input should
-        be less than or equal to 1", which told neither)."""
-        if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+        be less than or equal to 1", which told neither). A version is the integer the format defines and nothing
+        that reads as one: `"1"`, `1.0` and `true` were taken for 1 (bad input round 22), so a file another tool
+        wrote to a format of its own passed for this one."""
+        if version.__class__ is not int or version < 1:
+            raise PydanticCustomError(
+                "version_type",
+                'the conversation\'s version is {found}: a version is the integer {known} (`"version": {known}`, '
+                "as `unified sessions export` writes it)",
+                {"found": found_json(version), "known": VERSION},
+            )
+        if version > VERSION:
             raise PydanticCustomError(
                 "newer_version",
                 "the conversation has version {version}: a newer unified wrote it (this one reads version {known}); "
@@ -484,17 +502,21 @@ class Conversation(BaseModel):
             )
             details: list[InitErrorDetails] = [{"type": problem, "loc": (), "input": None}]
             raise ValidationError.from_exception_data(cls.__name__, details, hide_input=True)
-        try:
-            return cls.model_validate_json(text)
+        try:  # strict: a count is a JSON integer, a flag true or false (`"5"`, `5.0`, `"true"` were taken as them)
+            return cls.model_validate_json(text, strict=True)
         except ValidationError as exc:
             errors = exc.errors(include_url=False)
-            if not any(error["type"] in ("union_tag_invalid", "extra_forbidden") for error in errors):
+            if not any(error["type"] in _REWORDED for error in errors):
                 raise
             hidden = [
                 {**error, "ctx": {**error.get("ctx", {}), "tag": "..."}}
                 if error["type"] == "union_tag_invalid"
                 else {**error, "loc": (*error["loc"][:-1], "..."), "type": _unknown_field(len(error["loc"]) == 1)}
                 if error["type"] == "extra_forbidden"
+                else {**error, "type": _wrong_value(error)}
+                if error["type"] in _REWORDED
+                else {**error, "type": PydanticCustomError(error["type"], "{said}", {"said": error["msg"]})}
+                if error["type"] in _OURS
                 else error
                 for error in errors
             ]
@@ -503,6 +525,36 @@ class Conversation(BaseModel):
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         return cls.model_json_schema()
+
+
+_REWORDED = {
+    "union_tag_invalid": "",
+    "extra_forbidden": "",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "bool_type": "true or false",
+    "float_type": "a number",
+    "string_type": "a string",
+    "greater_than_equal": "a number of at least {ge:g}",
+    "finite_number": "a finite number",
+}
+"""The errors `Conversation.from_json` words itself: an unknown tag or field (never named), a value of the wrong JSON
+kind or out of range (pydantic said "Input should be a valid integer", not what it found)."""
+_OURS = {"version_type", "newer_version", "too_many_values"}
+"""The errors of this module's own validators (`PydanticCustomError`s): raised again beside one reworded, each is
+made anew, as pydantic knows no such type by its name alone (a string version beside an unknown part's tag raised
+KeyError "Invalid error type: 'version_type'")."""
+
+
+def _wrong_value(error: ErrorDetails) -> PydanticCustomError:
+    """A value of the wrong kind or out of range, saying what was found (`unified._text.found_json`) and what the
+    format has there."""
+    expected = _REWORDED[error["type"]].format(**error.get("ctx", {}))
+    return PydanticCustomError(
+        "wrong_value",
+        "found {found}, where the format has {expected}",
+        {"found": found_json(error["input"]), "expected": expected},
+    )
 
 
 def _unknown_field(top: bool) -> PydanticCustomError:
@@ -618,26 +670,31 @@ def _conform(value: str, rule: re.Pattern[str], mapped: dict[str, str], taken: s
     raise ValueError("no stand-in for a tool call's id or name")  # unreachable: sha256 has no such collisions
 
 
-_JSON_STRING = rb'"(?:[^"\\]|\\.)*"'
-"""A JSON string literal, escapes included (`_values` leaves them out: a text's brackets and commas are no values)."""
+_JSON_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
+"""A JSON string literal, escapes included (`_values` leaves them out: a text's brackets and commas are no values).
+Possessive (Python 3.11): no backtracking state is kept, so a string of any length is matched in constant memory,
+which is what RE2 was used for; RE2's bindings make a Python call per match, and 10**6 tiny turns (53 MB) took 77 s
+to be refused (bad input round 22)."""
 _VALUE_MARKS = (b"{", b"[", b",")
 
 
 def _values(text: str | bytes, bound: int | None = None) -> int:
     """About how many values a JSON text holds: its `{`, `[` and `,` outside strings (an array of n items
     has n - 1 commas and a bracket; an object of n members, n - 1 commas and a brace). Counted on the raw
-    text first (one pass in C per character, no copy), and without the strings only when that count is
-    over the bound (prose holds a comma every 60 characters or so), with RE2 (linear, and no backtracking
-    stack on a long string). `bound`: `limits.MAX_CONVERSATION_VALUES` unless given (a session record's is
-    `limits.MAX_SESSION_VALUES`)."""
+    text first (one pass in C per character, no copy), and when that count is over the bound (prose holds a
+    comma every 60 characters or so) less those inside each string, counted in place: the text without its
+    strings (`re2.sub`) was a copy, and a list of a piece between every two strings, of several times the
+    text's size for one of many small strings. `bound`: `limits.MAX_CONVERSATION_VALUES` unless given (a session
+    record's is `limits.MAX_SESSION_VALUES`)."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    raw = sum(data.count(mark) for mark in _VALUE_MARKS)
-    if raw <= (limits.MAX_CONVERSATION_VALUES if bound is None else bound):
-        return raw
-    import re2  # only for a text this large
-
-    bare: bytes = re2.sub(_JSON_STRING, b"", data)
-    return sum(bare.count(mark) for mark in _VALUE_MARKS)
+    count = sum(data.count(mark) for mark in _VALUE_MARKS)
+    if count <= (limits.MAX_CONVERSATION_VALUES if bound is None else bound):
+        return count
+    for string in _JSON_STRING.finditer(data):
+        start, end = string.span()
+        if end - start > 2:  # `""` holds none
+            count -= data.count(b"{", start, end) + data.count(b"[", start, end) + data.count(b",", start, end)
+    return count
 
 
 _ORIGIN_MAX_CHARS = 4096

@@ -343,6 +343,11 @@ class _Constructed(BaseModel):
         return built
 
 
+_Count = Annotated[int, Field(ge=0)]
+"""A token count: none is below 0. A conversation file or a parsed event that says -3 is refused where it is read
+(the adapters read the backends' counts defensively, `unified._internal.counts`), not summed into a run's usage."""
+
+
 class Usage(_Constructed):
     """Token counts for a run, a turn or a subagent.
 
@@ -354,16 +359,16 @@ class Usage(_Constructed):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    thinking_tokens: int = 0
-    cached_tokens: int = 0
-    tool_use_tokens: int = 0
+    input_tokens: _Count = 0
+    output_tokens: _Count = 0
+    thinking_tokens: _Count = 0
+    cached_tokens: _Count = 0
+    tool_use_tokens: _Count = 0
     estimated: bool = False
-    cache_creation_tokens: int = 0
+    cache_creation_tokens: _Count = 0
     """Prompt tokens written to the provider's prompt cache (Anthropic's `cache_creation_input_tokens`);
     part of `input_tokens`, like `cached_tokens` (the tokens read from it)."""
-    cost_usd: float | None = None
+    cost_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     """What the backend says these tokens cost, in US dollars (Claude Code's list-price figure);
     None when it says nothing. Never estimated by unified."""
 
@@ -772,9 +777,12 @@ class Result(_EventBase):
     duration_ms: int = 0
     turns: int = 0
     short_id: str | None = None
-    """The session that resumes this conversation (after a failover, the continued one's)."""
+    """The session that resumes this conversation (after a failover, the continued one's; when the fallback failed
+    before it began a session, the session left as it was)."""
     backend: str | None = None
-    """The backend that ran the run (after a failover, the last one)."""
+    """The backend of `short_id`'s session, so `resume=short_id` on it continues the conversation (after a failover,
+    the last one that began a session; `error` names a fallback that failed first); without a session, the backend
+    that ran last."""
     error: str | None = None
 
 

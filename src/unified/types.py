@@ -288,7 +288,9 @@ class ExecuteParams(BaseModel):
         description="Backends to go on on, in order, when the backend gives out with an error of `failover_on`: "
         "the run continues with the conversation so far, in the same stream (a `failover` event says so). A "
         "name alone keeps `model` only for a backend of the same provider and sends no `backend_options`; "
-        "a `Fallback` gives them. An unknown backend name ends the run with a `configuration_error` before it starts.",
+        "a `Fallback` gives them. An unknown backend name ends the run with a `configuration_error` before it starts; "
+        "one that is the backend itself (of its model and options) or is named twice is refused "
+        "(`ConfigurationError`).",
     )
     failover_on: tuple[_ErrorCodeName, ...] = Field(
         default=FAILOVER_CODES,

@@ -222,6 +222,9 @@ async def test_a_chain_where_every_backend_gives_out_names_each(tmp_path: Path) 
     assert isinstance(final, Result)
     assert final.status == "error"
     assert final.backend == "interactions"  # the backend that ran last, not the one that gave out first
+    # round 22: and the backend of `short_id`'s session (interactions began one before its 401), which resumes it
+    assert final.short_id is not None
+    assert final.short_id != next(e for e in events if isinstance(e, Failover)).left_session
     assert final.error is not None
     assert "generate-content gave out" in final.error
     assert API_KEY not in json.dumps([e.model_dump(mode="json") for e in events])
@@ -246,7 +249,10 @@ async def test_a_fallback_that_cannot_start_is_the_backend_the_result_names(tmp_
             events = await _events(params)
     final = events[-1]
     assert isinstance(final, Result)
-    assert final.backend == "interactions"
+    # Round 22: the backend of `short_id`'s session (interactions began none), so the two resume it; the error names
+    # interactions, the fallback that failed.
+    [switch] = [e for e in events if isinstance(e, Failover)]
+    assert (final.backend, final.short_id) == ("generate-content", switch.left_session)
     assert final.error is not None
     assert final.error.startswith("the interactions backend cannot authenticate")
     assert "after generate-content gave out (rate_limited" in final.error

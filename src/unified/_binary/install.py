@@ -223,8 +223,10 @@ def _package_version(spec: BinarySpec, binary: Path) -> str | None:
     return None
 
 
-def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> Version:
-    """The binary's version (cached per path and modification time)."""
+def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str], timeout: float | None = None) -> Version:
+    """The binary's version (cached per path and modification time). `--version` is given `timeout` seconds, by
+    default `PROBE_TIMEOUT_S` (a caller's deadline may leave less: `unified doctor`'s)."""
+    timeout = PROBE_TIMEOUT_S if timeout is None else timeout
     key = (spec.name, str(binary), binary.stat().st_mtime)
     if key in _probed:
         return _probed[key]
@@ -241,17 +243,17 @@ def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> Ver
                 probe = child_env(
                     EnvPolicy(), parent=parent, extra=spec.probe_env, home=Path(home), home_vars=spec.home_vars
                 )
-                answer = _version_output(str(binary), probe)
+                answer = _version_output(str(binary), probe, timeout)
         except OSError as exc:
             problem = script_problem(binary, env)
             said = f"{binary} cannot run, {problem}" if problem else f"could not run {binary} --version: {exc}"
             raise BackendUnavailable(said, hint=spec.install_hint) from exc
         if answer is None:
             raise BackendUnavailable(
-                f"{binary} --version did not answer within {PROBE_TIMEOUT_S:g} s, so it was stopped: that binary "
+                f"{binary} --version did not answer within {timeout:.3g} s, so it was stopped: that binary "
                 "hangs (a broken install, a wrapper script waiting for input, or a network call at start)",
                 hint=f"run `{binary} --version` alone to see where it stops; {spec.install_hint}",
-                details={"binary": str(binary), "timeout_s": PROBE_TIMEOUT_S},
+                details={"binary": str(binary), "timeout_s": timeout},
             )
         text = answer[1]  # its exit status is not asked: a version printed is the version
     match = _VERSION.search(text or "")
@@ -265,12 +267,12 @@ def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> Ver
     return version
 
 
-def _version_output(program: str, env: dict[str, str]) -> tuple[int, str] | None:
+def _version_output(program: str, env: dict[str, str], timeout: float | None = None) -> tuple[int, str] | None:
     """The exit status of `program --version` and what it printed on stdout; None when it has not exited within
-    `PROBE_TIMEOUT_S`. It runs in a process group of its own, killed whole at the deadline: `subprocess.run(timeout=)`
-    killed the program alone and then read its stdout to the end, so a wrapper script whose child held that pipe
-    (`sleep`, a node that hangs) kept `unified doctor`, `unified install` and a run's start waiting for as long as the
-    child lived, and left it running after."""
+    `timeout` seconds (by default `PROBE_TIMEOUT_S`). It runs in a process group of its own, killed whole at the
+    deadline: `subprocess.run(timeout=)` killed the program alone and then read its stdout to the end, so a wrapper
+    script whose child held that pipe (`sleep`, a node that hangs) kept `unified doctor`, `unified install` and a
+    run's start waiting for as long as the child lived, and left it running after."""
     with subprocess.Popen(
         [program, "--version"],
         stdin=subprocess.DEVNULL,
@@ -283,7 +285,7 @@ def _version_output(program: str, env: dict[str, str]) -> tuple[int, str] | None
     ) as child:
         group = ProcessGroup(child.pid, lambda: child.returncode is not None)
         try:
-            out, _ = child.communicate(timeout=PROBE_TIMEOUT_S)
+            out, _ = child.communicate(timeout=PROBE_TIMEOUT_S if timeout is None else max(timeout, 0.0))
         except subprocess.TimeoutExpired:
             return None
         finally:

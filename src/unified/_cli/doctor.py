@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
+import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from unified import RoutingError, UnifiedError, capabilities
@@ -22,7 +23,15 @@ from unified._routing import select_backend
 if TYPE_CHECKING:
     from unified._binary.install import BinarySpec
 
-__all__ = ["agent_binary", "doctor_report"]
+__all__ = ["DEADLINE_S", "agent_binary", "doctor_report"]
+
+DEADLINE_S = 30.0
+"""The one deadline of all of `unified doctor`'s probes, from its start: each had its own 30 s (`PROBE_TIMEOUT_S`
+for a binary's `--version`), and what came before one (finding the binary, a file system that does not answer)
+had none, so doctor could wait without end and never said which probe it waited on (bad input round 22)."""
+_GRACE_S = 2.0
+"""How long past `DEADLINE_S` doctor waits for a probe to end: one whose `--version` met the deadline is stopping
+its process group (at most a kill and a wait)."""
 
 _SDK_MODULES = {"generate-content": "google.genai", "interactions": "google.genai"}
 """Third-party packages a backend needs besides its own module (checked without importing them)."""
@@ -31,13 +40,17 @@ _BINARIES = {"gemini-cli": "gemini", "claude-code": "claude", "codex": "codex"}
 """Backend → the report's key for the agent binary it drives."""
 
 
-def agent_binary(spec: BinarySpec, env: Mapping[str, str]) -> dict[str, Any]:
+def agent_binary(
+    spec: BinarySpec, env: Mapping[str, str], until: float | None = None, info: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The binary of `spec` its backend would run: where (and how it was found, in the backend's own
     order: its variable, the project-local folder, the `unified install` folder, PATH), its version
-    (from its npm package when it has one, so no process starts), and what is wrong with it."""
-    from unified._binary.install import find_binary, probe_version, require_node
+    (from its npm package when it has one, so no process starts), and what is wrong with it. `until` (a
+    `time.monotonic()` instant) is the deadline of its `--version`; `info` is filled as the facts come (what
+    `doctor_report` shows of a probe that did not finish)."""
+    from unified._binary.install import PROBE_TIMEOUT_S, find_binary, probe_version, require_node
 
-    info: dict[str, Any] = {"path": None, "found_by": None, "version": None, "problem": None}
+    info = _unknown() if info is None else info
     try:
         path = find_binary(spec, None, env)
     except UnifiedError as exc:
@@ -52,10 +65,13 @@ def agent_binary(spec: BinarySpec, env: Mapping[str, str]) -> dict[str, Any]:
         info["found_by"] = spec.install_command
     else:
         info["found_by"] = "PATH"
+    timeout = PROBE_TIMEOUT_S if until is None else min(PROBE_TIMEOUT_S, until - time.monotonic())
     try:
-        version = probe_version(spec, path, env)
+        version = probe_version(spec, path, env, timeout)
     except UnifiedError as exc:
         info["problem"] = f"{exc.message}: {exc.hint}" if exc.hint else exc.message  # what to do, too
+        if until is not None and exc.details.get("timeout_s") is not None:
+            info["problem"] += f" (doctor gives all its probes one deadline, {DEADLINE_S:g} s)"
         return info
     info["version"] = ".".join(map(str, version))
     low, high = spec.supported
@@ -67,6 +83,52 @@ def agent_binary(spec: BinarySpec, env: Mapping[str, str]) -> dict[str, Any]:
         except UnifiedError as exc:
             info["problem"] = f"{exc.message}: {exc.hint}"
     return info
+
+
+def _unknown() -> dict[str, Any]:
+    return {"path": None, "found_by": None, "version": None, "problem": None}
+
+
+def _probe(spec: BinarySpec, env: Mapping[str, str], until: float, info: dict[str, Any]) -> None:
+    """`agent_binary` in a probe's thread: what it raises (the binary gone between finding and reading it) is its
+    problem, not a thread's traceback beside a report that shows nothing wrong."""
+    try:
+        agent_binary(spec, env, until, info)
+    except Exception as exc:  # whatever it is, the report says it and calls the binary not ready
+        info["problem"] = f"its probe failed ({type(exc).__name__}: {exc}); run `unified doctor` again"
+
+
+def _probe_binaries(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """Every agent binary's facts (`agent_binary`), probed at once within `DEADLINE_S` in all: probed one after another
+    they took three times one probe's deadline (92 s with three hanging binaries, round 20). A probe that has not
+    finished by then is reported as such, with what it had found, and left to end in a daemon thread (its `--version`
+    is stopped at the deadline, its process group with it; a probe still looking for its binary holds no process)."""
+    from unified._cli.install import spec_of
+
+    until = time.monotonic() + DEADLINE_S
+    found = {name: _unknown() for name in _BINARIES}
+    threads = {
+        name: threading.Thread(
+            target=_probe,
+            args=(spec_of(name), env, until, found[name]),
+            name=f"unified-doctor-probe-{name}",
+            daemon=True,
+        )
+        for name in _BINARIES
+    }
+    for thread in threads.values():
+        thread.start()
+    for name, thread in threads.items():
+        thread.join(max(until + _GRACE_S - time.monotonic(), 0.0))
+        if thread.is_alive():
+            info = found[name] = dict(found[name])  # the thread may still write to its own
+            step = "asking its version" if info["path"] else "finding it"
+            info["problem"] = (
+                f"its probe did not answer within doctor's deadline ({DEADLINE_S:g} s, for all probes at once): it "
+                f"was still {step}; run `unified doctor` again, and if it stops there again, look at "
+                f"{info['path'] or 'the folders it is looked for in (its variable, PATH)'}"
+            )
+    return found
 
 
 def _module_present(name: str) -> bool:
@@ -111,13 +173,7 @@ def doctor_report(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Everything `unified doctor` shows, as JSON-ready data."""
     env = dict(os.environ if env is None else env)
     auth = detect_auth(env)
-    from unified._cli.install import spec_of
-
-    with ThreadPoolExecutor(len(_BINARIES), thread_name_prefix="unified-doctor-probe") as pool:
-        # at once: each probe may take up to its deadline (a binary that hangs on `--version`), one after another
-        # they took three times that (92 s with three hanging binaries)
-        probes = {name: pool.submit(agent_binary, spec_of(name), env) for name in _BINARIES}
-        binaries = {name: probe.result() for name, probe in probes.items()}
+    binaries = _probe_binaries(env)
     auto: dict[str, Any]
     try:
         selection = select_backend(auth)

@@ -98,7 +98,10 @@ class EventTooLarge(BackendError):
 
 class EventMeter:
     """Counts the bytes and the `{`/`[` of the current event: the bytes since the last blank line
-    (an SSE event ends with one; a plain JSON body is one event)."""
+    (an SSE event ends with one; a plain JSON body is one event). A line of SSE ends with CRLF, LF or a lone CR, so
+    a blank line is two line ends in a row: `\n\n`, `\r\r` or `\n\r` (in `\r\n\r\n` too). A stream of
+    lone CRs was read as one event growing to its end (every SSE reader here splits them), and a long answer of
+    small events was refused as "an event over 8 MiB" (bad input round 22)."""
 
     def __init__(self, what: str, max_bytes: int, max_containers: int) -> None:
         self.what = what
@@ -110,7 +113,7 @@ class EventMeter:
 
     def feed(self, chunk: bytes) -> None:
         joined = self.tail + chunk
-        end = max(joined.rfind(b"\n\n"), joined.rfind(b"\r\n\r\n"))
+        end = max(joined.rfind(b"\n\n"), joined.rfind(b"\r\r"), joined.rfind(b"\n\r"))
         if end >= 0:
             rest = joined[end + 2 :]
             self.size, self.containers = len(rest), rest.count(b"{") + rest.count(b"[")

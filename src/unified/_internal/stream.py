@@ -1045,9 +1045,11 @@ class StreamGuard:
                 duration_ms=round((self._clock() - self._started) * 1000),
                 turns=turns,
                 short_id=(outcome.short_id if outcome and outcome.short_id else session.short_id if session else None),
-                # After a failover, the backend that ran last, though it started no session (it failed first):
-                # the session left is the failed backend's, and naming that one said the wrong backend finished.
-                backend=session.backend if session is not None and not self.agg.switched else self.backend.name,
+                # The backend of the session `short_id` names, so the two resume it together: after a failover whose
+                # fallback failed before it began a session, that is the failed backend's session, left as it was (the
+                # fallback's name beside it made `resume` answer session_not_found, bad input round 22); `error`
+                # names the fallback that failed. Without a session, the backend that ran last.
+                backend=session.backend if session is not None else self.backend.name,
                 error=error,
             )
         )

@@ -69,7 +69,7 @@ from unified._sessions.records import (
     short_id_of,
     unreadable_why,
 )
-from unified._text import escapes_surrogates, well_formed_json
+from unified._text import escapes_surrogates, found_json, well_formed_json
 from unified.errors import (
     ConfigurationError,
     CorruptSession,
@@ -299,7 +299,10 @@ def info_of_header(header: dict[str, Any], where: str) -> SessionInfo:
         session_id = header["id"]
         if not isinstance(session_id, str):
             raise TypeError(f"id is {session_id!r}")
-        usage = Usage.model_validate(header.get("usage") or {})
+        usage = Usage.model_validate(header.get("usage") or {}, strict=True)  # `"5"` is no count, `"true"` no flag
+        turns = header.get("turns") or 0
+        if turns.__class__ is not int or turns < 0:
+            raise TypeError(f"turns is {found_json(turns)}, not a count (an integer from 0)")
         return SessionInfo(
             backend=str(header["backend"]),
             session_id=session_id,
@@ -310,7 +313,7 @@ def info_of_header(header: dict[str, Any], where: str) -> SessionInfo:
             cwd=header.get("cwd"),
             model=header.get("model"),
             path=where,
-            extra={"usage": usage.model_dump(), "turns": int(header.get("turns") or 0)},
+            extra={"usage": usage.model_dump(), "turns": turns},
         )
     except (KeyError, TypeError, ValueError, OverflowError) as exc:  # pydantic's ValidationError is a ValueError
         # OverflowError: `"turns": 1e400` (JSON's number is a float, infinity here) failed every listing of its backend

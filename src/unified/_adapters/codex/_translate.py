@@ -30,6 +30,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from unified._binary.jsonrpc import as_dict, as_list
+from unified._internal.counts import positive_int
 from unified.events import (
     JsonValue,
     PermissionDecision,
@@ -121,11 +122,11 @@ Item = UnifiedEvent | ModelResponse | TurnEnded | Retrying
 def codex_usage(counts: Mapping[str, Any], keys: tuple[str, str, str, str, str]) -> Usage:
     """Codex's token counts as our Usage, read under `keys` (input, cached input, cache writes, output,
     reasoning: the app-server's `TokenUsageBreakdown` and the rollouts' records spell them apart). Codex's output
-    count includes the reasoning tokens, ours does not; a count that is no whole number is 0."""
+    count includes the reasoning tokens, ours does not; a count that is no whole number is 0, `true` too (the shared
+    rule, `unified._internal.counts.positive_int`: this copy of it took `true` for 1 token, bad input round 22)."""
 
     def number(key: str) -> int:
-        value = counts.get(key)
-        return value if isinstance(value, int) and value >= 0 else 0
+        return positive_int(counts.get(key))
 
     input_key, cached_key, cache_write_key, output_key, reasoning_key = keys
     reasoning = number(reasoning_key)

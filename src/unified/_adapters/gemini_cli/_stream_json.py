@@ -47,6 +47,7 @@ from unified._binary.jsonrpc import as_dict
 from unified._binary.loops import every
 from unified._binary.process import AgentSubprocess
 from unified._internal.counts import positive_int
+from unified._redaction import clip
 from unified.backends import MalformedLine, RunContext, RunOutcome
 from unified.capabilities import snapshot
 from unified.errors import BackendError, UnifiedError
@@ -121,7 +122,8 @@ class StreamJsonTranslator:
     def event(self, data: Mapping[str, Any]) -> list[Item]:
         kind = data.get("type")
         if kind == "init":
-            session_id = str(data.get("session_id") or "") or None
+            given = data.get("session_id")  # text or none: an object was `str()`ed into an id "{'a': 1}" (round 22)
+            session_id = given if isinstance(given, str) and given else None
             if self._started:  # a second `init`, or one after output: one session, started once
                 self.session_id = self.session_id or session_id
                 return []
@@ -156,6 +158,10 @@ class StreamJsonTranslator:
             return [*items, TextDelta(text=text, session_id=sid)]
         if kind == "tool_use":
             call_id = str(data.get("tool_id") or "")
+            if not call_id:  # its result cannot name it; a second such call read as this one announced again
+                shown = clip(str(data.get("tool_name") or "?"), 80)
+                message = f"the Gemini CLI announced a call of {shown} without a tool_id; it is left out of the stream"
+                return [WarningEvent(code="malformed_line", message=message, session_id=sid)]
             if call_id in self._tools:
                 return []  # announced already
             boundary: list[Item] = [TurnBoundary()] if self._next_request else []

@@ -31,7 +31,7 @@ class GenerateContentSessionLocator(StoreSessionLocator):
         }
 
     def conversation_of(self, session: StoredSession, origin: Origin) -> Conversation:
-        usage = {int(k): Usage.model_validate(v) for k, v in (session.state.get("usage") or {}).items()}
+        usage = {int(k): Usage.model_validate(v, strict=True) for k, v in (session.state.get("usage") or {}).items()}
         contents = session.state.get("contents", [])
         if not isinstance(contents, list):  # else Python's "'int' object is not iterable", or a dict's keys read
             raise TypeError(f"its contents is {json_type(contents)}, not a list of contents")

@@ -54,5 +54,5 @@ class InteractionsSessionLocator(StoreSessionLocator):
         }
 
     def conversation_of(self, session: StoredSession, origin: Origin) -> Conversation:
-        usage = {int(k): Usage.model_validate(v) for k, v in (session.state.get("usage") or {}).items()}
+        usage = {int(k): Usage.model_validate(v, strict=True) for k, v in (session.state.get("usage") or {}).items()}
         return conversation_from_steps(session.state.get("steps", []), model=session.model, origin=origin, usage=usage)

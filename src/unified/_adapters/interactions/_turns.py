@@ -309,8 +309,12 @@ class InteractionsTurns:
             end.outcome = RunOutcome(status="error", error="the interaction exceeded its budget")
         elif iid is None and status is None:
             end.malformed = "the interaction stream was empty (no event, no completion)"
-        else:
-            end.error = BackendError(f"the interaction ended with status {status!r}", details={"interaction_id": iid})
+        else:  # `failed`, or a status no documentation names: said with what to do (it said neither, round 22)
+            end.error = BackendError(
+                f"the interaction ended with status {status!r}, giving no answer and no reason",
+                hint="run it again; if it ends so again, try another model (or the generate-content backend)",
+                details={"interaction_id": iid},
+            )
         return end
 
     def _prompt_content(self) -> list[dict[str, Any]]:
