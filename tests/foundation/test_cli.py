@@ -187,7 +187,7 @@ def test_doctor_does_not_call_gemini_cli_ready_without_the_node_a_run_needs(
     for native in ("claude", "codex"):  # native executables: no Node needed to run them
         assert report[native]["problem"] is None, report[native]
     node = tmp_path / "node"
-    node.write_text("#!/bin/sh\n")
+    node.write_bytes(b"\x7fELF" + bytes(60))  # begins as Node.js does: taken as it, never run
     node.chmod(0o755)
     assert doctor_report(env)["gemini"]["problem"] is None
 

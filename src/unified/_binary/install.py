@@ -145,19 +145,28 @@ class NodeUnavailable(BackendUnavailable):
     """Node.js is missing, broken or too old to install or run the binary."""
 
 
-def require_node(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> None:
-    """A `NodeUnavailable` (backend_unavailable, naming what to install) when `binary` (of `spec`) is a Node
-    script and no `node` is on the PATH of `env` (the child's): else the run would die with `/usr/bin/env:
-    'node': No such file`. `unified doctor` asks the same, so it never calls such a backend ready."""
+def require_node(spec: BinarySpec, binary: Path, env: Mapping[str, str]) -> tuple[str, ...] | None:
+    """What starts `binary` (of `spec`) when it is a Node script its `#!` line runs through PATH (`#!/usr/bin/env
+    node`): the Node.js executable and the line's arguments for it (`_node_line`), which the run puts before
+    `binary`'s own argv; None when the kernel runs it itself. A `NodeUnavailable`
+    (backend_unavailable, naming what to install) when no `node` is on the PATH of `env` (the child's): else the run
+    would die with `/usr/bin/env: 'node': No such file`. `unified doctor` asks the same, so it never calls such a
+    backend ready. The `node` on PATH may be a version manager's shim (asdf, nodenv, mise, volta), which picks the
+    Node it runs by the folder it starts in (`.tool-versions`, `.node-version`, a `package.json`): through the `#!`
+    line, a repository's `nodejs path:./bin` would run the repository's own program as the agent binary, before
+    anything unified decides. So the Node that runs it is asked of the shim from the root folder (`_real_node`)."""
     signature = file_signature(binary)
-    if signature is None:
-        return
-    if _runs_on_node(binary, signature) and _node_on(env.get("PATH")) is None:
+    line = None if signature is None else _node_line(binary, signature)
+    if line is None:
+        return None
+    found = _node_on(env.get("PATH"))
+    if found is None:
         raise NodeUnavailable(
             f"Node.js was not found on PATH; {spec.title} ({binary}) needs Node.js {spec.min_node[0]}+",
             hint=NODE_HINT,
             details={"missing": "node", "binary": str(binary)},
         )
+    return (_real_node(found, env), *line)
 
 
 _NODE_FOUND: dict[str | None, str] = {}
@@ -178,15 +187,69 @@ def _node_on(path: str | None) -> str | None:
     return found
 
 
+_NATIVE = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+"""How an executable the kernel loads itself begins (ELF; Mach-O 64, 32 and universal): a Node.js binary, not a
+script or another program's link."""
+
+
+def _native_node(path: str) -> bool:
+    """Whether `path` is Node.js itself: an executable named node (`node`, `nodejs`) the kernel loads, not a shim
+    (a script: asdf's, nodenv's; a link to another program: mise's, volta's)."""
+    if not os.path.basename(path).startswith("node"):
+        return False
+    try:
+        with open_regular(Path(path)) as handle:
+            return handle.read(4) in _NATIVE
+    except OSError:
+        return False
+
+
+_REAL_NODE: dict[tuple[str, FileSignature | None, str | None], str] = {}
+"""Per shim (its path and `file_signature`) and PATH, the Node.js it named: asked once per process."""
+
+
+def _real_node(found: str, env: Mapping[str, str]) -> str:
+    """The Node.js executable `found` (the `node` on PATH) runs: itself (its real path) when it is Node.js, else what
+    it names as `process.execPath` when asked from the root folder (`/`, `PWD` too), where no repository's version
+    file can steer it; a `NodeUnavailable` saying so when it names none."""
+    real = os.path.realpath(found)
+    if _native_node(real):
+        return real
+    key = (real, file_signature(Path(real)), env.get("PATH"))
+    known = _REAL_NODE.get(key)
+    if known is not None and _native_node(known):
+        return known
+    answer = _program_output([found, "-p", "process.execPath"], {**env, "PWD": os.sep}, cwd=os.sep)
+    said = answer[1].strip() if answer is not None else ""
+    if answer is None or answer[0] != 0 or not os.path.isabs(said) or not _native_node(said):
+        why = "did not answer" if answer is None else f"answered {said[:200]!r}"
+        raise NodeUnavailable(
+            f"the node on PATH ({found}) is not Node.js but a launcher (a version manager's shim?), and asked from "
+            f"{os.sep} which Node.js it runs, it {why}: unified starts the agent binary with Node.js itself, never "
+            "through a shim that picks its Node by the folder the run is in (a repository could name its own)",
+            hint="give your version manager a global Node.js version (`asdf set -u nodejs ...`, `mise use -g "
+            f"node@...`), or put Node.js itself first on PATH; {NODE_HINT}",
+            details={"node": found},
+        )
+    if len(_REAL_NODE) < 16:
+        _REAL_NODE[key] = said
+    return said
+
+
 @functools.lru_cache(maxsize=16)
-def _runs_on_node(binary: Path, signature: FileSignature) -> bool:
-    """Whether `binary` (as it is: its `file_signature`) is a script run by Node (its `#!` line)."""
+def _node_line(binary: Path, signature: FileSignature) -> tuple[str, ...] | None:
+    """The arguments `binary`'s `#!` line gives Node.js when it runs it through PATH (`#!/usr/bin/env node`: none;
+    `#!/usr/bin/env -S node --flag`: `--flag`); None for any other program (as it is: its `file_signature`)."""
     try:
         with open_regular(binary) as handle:  # a FIFO there is refused, never waited on
             first = handle.readline(256)
     except OSError:
-        return False
-    return first.startswith(b"#!") and b"node" in first
+        return None
+    words = first[2:].decode(errors="replace").split() if first.startswith(b"#!") else []
+    if not words or os.path.basename(words[0]) != "env":
+        return None
+    words = words[2:] if words[1:2] == ["-S"] else words[1:]
+    return tuple(words[1:]) if words and words[0] == "node" else None
 
 
 def find_binary(spec: BinarySpec, explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
@@ -243,7 +306,7 @@ def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str], timeou
                 probe = child_env(
                     EnvPolicy(), parent=parent, extra=spec.probe_env, home=Path(home), home_vars=spec.home_vars
                 )
-                answer = _version_output(str(binary), probe, timeout)
+                answer = _program_output([str(binary), "--version"], probe, timeout)
         except OSError as exc:
             problem = script_problem(binary, env)
             said = f"{binary} cannot run, {problem}" if problem else f"could not run {binary} --version: {exc}"
@@ -267,20 +330,25 @@ def probe_version(spec: BinarySpec, binary: Path, env: Mapping[str, str], timeou
     return version
 
 
-def _version_output(program: str, env: dict[str, str], timeout: float | None = None) -> tuple[int, str] | None:
-    """The exit status of `program --version` and what it printed on stdout; None when it has not exited within
-    `timeout` seconds (by default `PROBE_TIMEOUT_S`). It runs in a process group of its own, killed whole at the
+def _program_output(
+    argv: list[str], env: Mapping[str, str], timeout: float | None = None, cwd: str = os.sep
+) -> tuple[int, str] | None:
+    """The exit status of `argv` (`program --version`, a shim asked which Node it runs) and what it printed on
+    stdout; None when it has not exited within `timeout` seconds (by default `PROBE_TIMEOUT_S`). It runs in `cwd`, the
+    root folder by default: a launcher that reads the folder it starts in (a Node version manager's shim) reads no
+    repository's files there. It runs in a process group of its own, killed whole at the
     deadline: `subprocess.run(timeout=)` killed the program alone and then read its stdout to the end, so a wrapper
     script whose child held that pipe (`sleep`, a node that hangs) kept `unified doctor`, `unified install` and a
     run's start waiting for as long as the child lived, and left it running after."""
     with subprocess.Popen(
-        [program, "--version"],
+        argv,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         errors="replace",  # bytes that are no UTF-8 are no version: said by the caller, not a UnicodeDecodeError
         env=env,
+        cwd=cwd,
         start_new_session=True,
     ) as child:
         group = ProcessGroup(child.pid, lambda: child.returncode is not None)
@@ -322,7 +390,7 @@ def node_version(spec: BinarySpec, env: Mapping[str, str]) -> Version:
     if node is None:
         raise NodeUnavailable(f"Node.js was not found on PATH; {needs}", hint=NODE_HINT)
     try:
-        answer = _version_output(node, dict(env))
+        answer = _program_output([node, "--version"], env)
     except OSError as exc:
         raise NodeUnavailable(f"{node} --version failed: {exc}", hint=NODE_HINT) from exc
     if answer is None:

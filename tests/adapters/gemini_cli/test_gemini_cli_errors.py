@@ -61,6 +61,14 @@ def _script(tmp_path: Path, shebang: str) -> Path:
     return binary
 
 
+def _native(path: Path) -> Path:
+    """An executable that begins as Node.js does (an ELF), which `require_node` takes as Node.js itself: it is never
+    run (a shim would be asked which Node it runs)."""
+    path.write_bytes(b"\x7fELF" + bytes(60))
+    path.chmod(0o755)
+    return path
+
+
 def test_no_node_on_path_is_backend_unavailable_naming_what_to_install(tmp_path: Path) -> None:
     with pytest.raises(NodeUnavailable) as caught:
         require_node(GEMINI_CLI, _script(tmp_path, "#!/usr/bin/env node"), {"PATH": str(tmp_path / "empty")})
@@ -74,10 +82,8 @@ def test_no_node_on_path_is_backend_unavailable_naming_what_to_install(tmp_path:
 def test_a_node_on_path_or_a_binary_that_is_no_node_script_passes(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    node = bin_dir / "node"
-    node.write_text("#!/bin/sh\n")
-    node.chmod(0o755)
-    require_node(GEMINI_CLI, _script(tmp_path, "#!/usr/bin/env node"), {"PATH": str(bin_dir)})
+    node = _native(bin_dir / "node")  # Node.js itself: nothing to ask it
+    assert require_node(GEMINI_CLI, _script(tmp_path, "#!/usr/bin/env node"), {"PATH": str(bin_dir)}) == (str(node),)
     require_node(GEMINI_CLI, _script(tmp_path, "#!/bin/sh"), {"PATH": str(tmp_path / "empty")})
 
 
@@ -86,9 +92,7 @@ def test_a_node_that_went_away_is_missed_at_the_next_run(tmp_path: Path) -> None
     gone (and none other is on the PATH), the next run is refused with the same clear error."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    node = bin_dir / "node"
-    node.write_text("#!/bin/sh\n")
-    node.chmod(0o755)
+    node = _native(bin_dir / "node")
     binary = _script(tmp_path, "#!/usr/bin/env node")
     require_node(GEMINI_CLI, binary, {"PATH": str(bin_dir)})
     node.unlink()

@@ -225,9 +225,9 @@ def test_the_resume_guard_restores_over_a_link_put_in_the_files_place(isolated_h
 def test_a_binary_path_that_is_not_a_file_is_not_read_for_its_interpreter(tmp_path: Path, kind: str) -> None:
     """Whether the gemini binary is a Node script is read from its `#!` line: a FIFO there is not waited on."""
     from unified._binary.environment import file_signature
-    from unified._binary.install import _runs_on_node
+    from unified._binary.install import _node_line
 
     with not_a_regular_file(tmp_path / "gemini", kind) as binary:
         signature = file_signature(binary)
         assert signature is not None
-        assert _runs_on_node(binary, signature) is False
+        assert _node_line(binary, signature) is None

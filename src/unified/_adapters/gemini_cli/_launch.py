@@ -312,6 +312,10 @@ class Launch:
     max_turns: int | None = None
     """The run's `max_turns` over ACP, which unified keeps (`_permissions.TurnCap`): every call is asked
     (`policy_flags`), and the first call of request `max_turns` is not run and ends the run."""
+    node: tuple[str, ...] = ()
+    """The Node.js executable (and the `#!` line's arguments for it) that runs `binary`, put before it in the argv
+    (`install.require_node`): the CLI is never started through a version manager's shim, which would pick the Node
+    by the run's folder, a repository's. Empty for a stand-in process."""
     folder_trusted: bool = True
     """Whether the CLI trusts the run's cwd (`_workspace_settings.cli_trusts`; looked at only for a run with stdio MCP
     servers, which it starts only there)."""
@@ -337,9 +341,10 @@ class Launch:
         env = gemini_env(extra_env, params.cwd.expanduser())
         where = ChainMap(env, os.environ)  # UNIFIED_GEMINI_BIN is ours to read, not the child's
         binary = STAND_IN_BINARY
+        node: tuple[str, ...] = ()
         if options.start_process is None:
             binary = locate(GEMINI_CLI, options.gemini_binary, where).path
-            require_node(GEMINI_CLI, binary, env)
+            node = require_node(GEMINI_CLI, binary, env) or ()
         fake = options.fake_responses.resolve() if options.fake_responses is not None else None
         home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home())
         system = Path(given.get(SYSTEM_SETTINGS_ENV) or _DEFAULT_SYSTEM_SETTINGS)
@@ -377,6 +382,7 @@ class Launch:
             subagents += tuple(name for name in own_subagents(home, params.cwd.expanduser()) if name not in SUBAGENTS)
         return cls(
             binary=binary,
+            node=node,
             env=env,
             model=params.model,
             fake_responses=fake,
@@ -414,7 +420,7 @@ class Launch:
         return name if isinstance(name, str) else None
 
     def acp_argv(self) -> list[str]:
-        argv = [str(self.binary), "--acp"]
+        argv = [*self.node, str(self.binary), "--acp"]
         if self.fake_responses is not None:
             flag = "--fake-responses" if self.fake_responses_strict else "--fake-responses-non-strict"
             argv += [flag, str(self.fake_responses)]

@@ -317,7 +317,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
             hint="use the acp transport (the default), or a shorter prompt (put large inputs in files the model reads)",
         )
     # `-p ""` makes the run headless; the CLI takes its stdin, whole, as the prompt (its `input` is empty).
-    argv = [str(launch.binary), "-p", "", "--output-format", "stream-json"]
+    argv = [*launch.node, str(launch.binary), "-p", "", "--output-format", "stream-json"]
     argv += ["--approval-mode", STREAM_JSON_MODES[params.approval_mode], *launch.directory_flags()]
     if launch.fake_responses is not None:
         argv += ["--fake-responses", str(launch.fake_responses)]
