@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line, _in_process
+from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line
+from tests.harness.cli_main import in_process
 from tests.harness.raw_http import serving
 from tests.sessions.records import BACKEND, stored_session
 from unified import ExecuteParams
@@ -82,7 +83,7 @@ def test_run_with_an_unknown_backend_names_the_nearest(
     given: str, meant: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """FAILED before: the line listed the backends, naming none."""
-    done = _in_process(capsys, "run", "hi", "--backend", given)
+    done = in_process(capsys, "run", "hi", "--backend", given)
     _assert_one_error_line(done, EXIT_BAD_INPUT, f"{given!r} is not one of:", f"(did you mean {meant!r}?)")
 
 
@@ -93,12 +94,12 @@ def test_run_with_an_unknown_backend_names_the_nearest(
 )
 def test_other_backend_options_name_the_nearest(args: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
     """FAILED before: no suggestion."""
-    _assert_one_error_line(_in_process(capsys, *args), EXIT_BAD_INPUT, "'codx' is not one of:", "did you mean 'codex'?")
+    _assert_one_error_line(in_process(capsys, *args), EXIT_BAD_INPUT, "'codx' is not one of:", "did you mean 'codex'?")
 
 
 def test_a_name_near_none_lists_them_without_a_guess(capsys: pytest.CaptureFixture[str]) -> None:
     """Pin: nothing is guessed for a name like no backend."""
-    done = _in_process(capsys, "run", "hi", "--backend", "xyz")
+    done = in_process(capsys, "run", "hi", "--backend", "xyz")
     _assert_one_error_line(done, EXIT_BAD_INPUT, "'xyz' is not one of: auto, gemini-cli")
     assert "did you mean" not in done.stderr
 
@@ -377,7 +378,7 @@ def test_an_ambiguous_one_character_reference_lists_the_sessions_on_one_readable
     """FAILED before: "sessions:; ab2d..." (a `;` after the colon) and the hint five blanks after the empty record's
     row; the zero-byte record is listed (by its id) and left as it was."""
     empty = _two_sessions_and_an_empty_record()
-    done = _in_process(capsys, "sessions", "show", "a")
+    done = in_process(capsys, "sessions", "show", "a")
     _assert_one_error_line(done, 1, "'a' matches 3 generate-content sessions: ab")
     line = done.stderr.strip()
     assert ":;" not in line
@@ -393,5 +394,5 @@ def test_a_reference_with_a_path_in_it_matches_nothing_and_reads_no_file(
 ) -> None:
     """Pin: a reference is never a path: `..` or `/` in it matches no session (exit 1), whatever files are near."""
     _two_sessions_and_an_empty_record()
-    done = _in_process(capsys, "sessions", "show", ref)
+    done = in_process(capsys, "sessions", "show", ref)
     _assert_one_error_line(done, 1, f"no session matches {ref!r}")
