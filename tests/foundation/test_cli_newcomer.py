@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
-from tests.harness.cli_main import in_process
+from tests.harness.cli_main import environ_of, in_process
 from unified import capabilities as matrix
 from unified._cli.demo_backends import DEMO_BACKENDS
 
@@ -74,19 +74,10 @@ def _in_process(
 ) -> subprocess.CompletedProcess[str]:
     """`_unified` where a process of its own would show nothing more (tests/harness/cli_main.py): the console
     script's entry point in this process, with `_env`'s environment, in `cwd`."""
-    _environ_of(_env(home, **extra), monkeypatch)
+    environ_of(_env(home, **extra), monkeypatch)
     if cwd is not None:
         monkeypatch.chdir(cwd)
     return in_process(capsys, *args)
-
-
-def _environ_of(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """This process's environment made `env`, as a subprocess given `env=env` would start with (put back after
-    the test)."""
-    for name in set(os.environ) - set(env):
-        monkeypatch.delenv(name)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
 
 
 def _files(root: Path) -> set[str]:
@@ -319,7 +310,7 @@ def test_serve_points_every_api_backend_and_the_gemini_cli_at_the_fake(
     assert "GOOGLE_API_KEY" not in served
     (tmp_path / "notes.txt").write_text("Ship on Friday.\n")
     with monkeypatch.context() as environ:
-        _environ_of(served, environ)
+        environ_of(served, environ)
         environ.chdir(tmp_path)
         for backend in ("generate-content", "interactions", "generate-content"):  # the script starts over
             done = in_process(capsys, "run", "what is here?", "--backend", backend, "--json")

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 
 import pytest
 
-__all__ = ["in_process"]
+__all__ = ["environ_of", "in_process"]
 
 
 def in_process(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -31,3 +32,12 @@ def in_process(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.Com
         os.environ.update(environment)
     out, err = capsys.readouterr()
     return subprocess.CompletedProcess(["unified", *args], code, out, err)
+
+
+def environ_of(env: Mapping[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process's environment made `env`, as a subprocess given `env=env` would start with (`monkeypatch` puts
+    it back)."""
+    for name in set(os.environ) - set(env):
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
