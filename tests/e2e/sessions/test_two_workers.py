@@ -21,6 +21,8 @@ import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY
 from tests.harness.cli_main import environ_of, in_process
+from unified._sessions.config import _postgres_store
+from unified._sessions.postgres import PostgresSessionStore
 from unified.testing import FakeGemini, InteractionTurn, ModelTurn, TextStep
 from unified.testing._fake_gemini import CLI_MODEL
 from unified.testing._wiring import prepare_cli_home
@@ -65,7 +67,12 @@ class Worker:
         with monkeypatch.context() as environ:
             environ_of(self.env, environ)
             environ.chdir(self.workspace)
-            return in_process(capsys, *args)
+            try:
+                return in_process(capsys, *args)
+            finally:  # the idle connections this process keeps for the URL, which a process of its own closed at exit
+                store = _postgres_store(self.env["UNIFIED_SESSION_STORE_URL"])
+                assert isinstance(store, PostgresSessionStore)
+                store.close()
 
     def run(self, prompt: str, backend: str, *more: str) -> list[dict[str, Any]]:
         model = ["--model", CLI_MODEL] if backend == "gemini-cli" else []
