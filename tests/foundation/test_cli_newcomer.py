@@ -436,7 +436,11 @@ def test_a_replay_answered_otherwise_than_recorded_says_how_it_differs(
     assert "the replay differs from the recording: the answer to the permission request for" in line
 
 
-def test_version_short_help_and_completion(isolated_home: Path) -> None:
+def test_version_short_help_and_completion(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-h` through `main()` in this process (its text is what is checked; the help in a process of its own:
+    test_cli_errors.py); `--version` and completion, what a shell runs, in subprocesses."""
     from unified import __version__
     from unified.events import PROTOCOL_VERSION
 
@@ -446,7 +450,7 @@ def test_version_short_help_and_completion(isolated_home: Path) -> None:
         f"unified {__version__} (event protocol {PROTOCOL_VERSION})",
     )
     for args in (("-h",), ("run", "-h"), ("sessions", "show", "-h")):
-        shown = _unified(*args, home=isolated_home)
+        shown = _in_process(*args, home=isolated_home, monkeypatch=monkeypatch, capsys=capsys)
         assert shown.returncode == 0, shown.stderr
         assert "Usage: unified" in shown.stdout
     completion = _unified("--show-completion", "bash", home=isolated_home)
