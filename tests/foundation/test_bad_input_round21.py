@@ -16,14 +16,14 @@ before.
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line, _in_process
-from tests.harness.raw_http import serving
+from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line
+from tests.harness.cli_main import in_process
+from tests.harness.raw_http import Answer, Answering
 from tests.sessions.records import BACKEND, stored_session
 from unified import ExecuteParams
 from unified._execute import EventStream
@@ -82,7 +82,7 @@ def test_run_with_an_unknown_backend_names_the_nearest(
     given: str, meant: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """FAILED before: the line listed the backends, naming none."""
-    done = _in_process(capsys, "run", "hi", "--backend", given)
+    done = in_process(capsys, "run", "hi", "--backend", given)
     _assert_one_error_line(done, EXIT_BAD_INPUT, f"{given!r} is not one of:", f"(did you mean {meant!r}?)")
 
 
@@ -93,12 +93,12 @@ def test_run_with_an_unknown_backend_names_the_nearest(
 )
 def test_other_backend_options_name_the_nearest(args: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
     """FAILED before: no suggestion."""
-    _assert_one_error_line(_in_process(capsys, *args), EXIT_BAD_INPUT, "'codx' is not one of:", "did you mean 'codex'?")
+    _assert_one_error_line(in_process(capsys, *args), EXIT_BAD_INPUT, "'codx' is not one of:", "did you mean 'codex'?")
 
 
 def test_a_name_near_none_lists_them_without_a_guess(capsys: pytest.CaptureFixture[str]) -> None:
     """Pin: nothing is guessed for a name like no backend."""
-    done = _in_process(capsys, "run", "hi", "--backend", "xyz")
+    done = in_process(capsys, "run", "hi", "--backend", "xyz")
     _assert_one_error_line(done, EXIT_BAD_INPUT, "'xyz' is not one of: auto, gemini-cli")
     assert "did you mean" not in done.stderr
 
@@ -136,45 +136,17 @@ async def test_the_library_names_the_nearest_backend(tmp_path: Path, params: dic
 # --- a fallback chain where every backend gives out ---------------------------------------------------------------
 
 
-class _Answers:
-    """A loopback server answering each POST with the next (status, body) of its queue: an object as an SSE event
-    (a success) or a JSON error, bytes as they are."""
+def _answers(answers: list[tuple[int, dict[str, Any] | bytes]]) -> Answering:
+    """A loopback server answering each POST with the next (status, body) of `answers`, then a 500: an object as an
+    SSE event (a success) or a JSON error, bytes as they are."""
+    return Answering([_answer(*given) for given in answers], _answer(500, _status(500, "INTERNAL", "none left")))
 
-    def __init__(self, answers: list[tuple[int, dict[str, Any] | bytes]]) -> None:
-        self.answers = list(answers)
-        self.paths: list[str] = []
-        owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                owner.paths.append(self.path)
-                status, body = owner.answers.pop(0) if owner.answers else (500, _status(500, "INTERNAL", "none left"))
-                data = body if isinstance(body, bytes) else json.dumps(body).encode()
-                if status < 300 and not isinstance(body, bytes):
-                    data = b"data: " + data + b"\r\n\r\n"
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json" if status >= 300 else "text/event-stream")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> _Answers:
-        serving(self._server)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+def _answer(status: int, body: dict[str, Any] | bytes) -> Answer:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    if status < 300 and not isinstance(body, bytes):
+        data = b"data: " + data + b"\r\n\r\n"
+    return Answer(status, data, "application/json" if status >= 300 else "text/event-stream")
 
 
 def _status(code: int, status: str, message: str) -> dict[str, Any]:
@@ -185,7 +157,7 @@ QUOTA = (429, _status(429, "RESOURCE_EXHAUSTED", "quota exhausted round21"))
 BAD_KEY = (401, _status(401, "UNAUTHENTICATED", "API key not valid round21"))
 
 
-def _options(server: _Answers) -> dict[str, Any]:
+def _options(server: Answering) -> dict[str, Any]:
     return {"api_key": API_KEY, "base_url": server.base_url, "retry_delay_scale": 0.001, "max_retries": 0}
 
 
@@ -197,7 +169,7 @@ async def _events(params: ExecuteParams) -> list[UnifiedEvent]:
 @pytest.mark.anyio
 async def test_a_chain_where_every_backend_gives_out_names_each(tmp_path: Path) -> None:
     """FAILED before: the error said the interactions backend's 401 alone, `result.backend` was generate-content."""
-    with _Answers([QUOTA, BAD_KEY]) as server:
+    with _answers([QUOTA, BAD_KEY]) as server:
         params = ExecuteParams(
             prompt="hi",
             backend="generate-content",
@@ -207,7 +179,7 @@ async def test_a_chain_where_every_backend_gives_out_names_each(tmp_path: Path) 
             fallback=(Fallback(backend="interactions", model="gemini-2.5-flash", backend_options=_options(server)),),
         )
         events = await _events(params)
-    assert len(server.paths) == 2  # one request each: nothing retried or sent twice
+    assert len(server.asked) == 2  # one request each: nothing retried or sent twice
     assert [(e.from_backend, e.to_backend, e.code) for e in events if isinstance(e, Failover)] == [
         ("generate-content", "interactions", "rate_limited")
     ]
@@ -234,7 +206,7 @@ async def test_a_chain_where_every_backend_gives_out_names_each(tmp_path: Path) 
 async def test_a_fallback_that_cannot_start_is_the_backend_the_result_names(tmp_path: Path) -> None:
     """FAILED before: `result.backend` named generate-content, the backend that gave out first, though the error was
     interactions' (no key given to it: a `Fallback` by name sends no backend_options)."""
-    with _Answers([QUOTA]) as server:
+    with _answers([QUOTA]) as server:
         params = ExecuteParams(
             prompt="hi",
             backend="generate-content",
@@ -261,7 +233,7 @@ async def test_a_fallback_that_cannot_start_is_the_backend_the_result_names(tmp_
 @pytest.mark.anyio
 async def test_an_error_outside_failover_on_is_left_as_it_was(tmp_path: Path) -> None:
     """Pin: an error that does not fail over names no chain (there is none) and the backend that ran."""
-    with _Answers([BAD_KEY]) as server:
+    with _answers([BAD_KEY]) as server:
         params = ExecuteParams(
             prompt="hi",
             backend="generate-content",
@@ -301,7 +273,7 @@ async def test_a_turn_without_usage_metadata_flags_the_runs_usage(tmp_path: Path
     """FAILED before: the first turn (a call, no text to estimate from) added 0 input tokens unflagged, and the run's
     usage, the second turn's measurement alone, read as measured."""
     measured = {**_TEXT, "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 1}}
-    with _Answers([(200, _CALL), (200, measured)]) as server:
+    with _answers([(200, _CALL), (200, measured)]) as server:
         params = ExecuteParams(
             prompt="hi",
             backend="generate-content",
@@ -322,7 +294,7 @@ async def test_a_turn_without_usage_metadata_flags_the_runs_usage(tmp_path: Path
 async def test_a_turn_with_usage_metadata_is_measured(tmp_path: Path) -> None:
     """Pin: every turn reporting its usage keeps the run's usage unflagged."""
     measured = {**_TEXT, "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 1}}
-    with _Answers([(200, measured)]) as server:
+    with _answers([(200, measured)]) as server:
         params = ExecuteParams(
             prompt="hi",
             backend="generate-content",
@@ -340,7 +312,7 @@ async def test_a_turn_with_usage_metadata_is_measured(tmp_path: Path) -> None:
 async def test_empty_answers_end_with_usage_flagged(tmp_path: Path) -> None:
     """FAILED before: an empty 200 answer ended with usage 0 read as measured, and the error said "the model's turn
     was malformed 1 times", nothing about what to do."""
-    with _Answers([(200, b"")] * 2) as server:
+    with _answers([(200, b"")] * 2) as server:
         params = ExecuteParams(
             prompt="hi",
             backend="generate-content",
@@ -349,7 +321,7 @@ async def test_empty_answers_end_with_usage_flagged(tmp_path: Path) -> None:
             backend_options=_options(server),
         )
         events = await _events(params)
-    assert len(server.paths) == 1  # max_retries=0: not asked again
+    assert len(server.asked) == 1  # max_retries=0: not asked again
     final = events[-1]
     assert isinstance(final, Result)
     assert final.status == "error"
@@ -383,7 +355,7 @@ def test_an_ambiguous_one_character_reference_lists_the_sessions_on_one_readable
     """FAILED before: "sessions:; ab2d..." (a `;` after the colon) and the hint five blanks after the empty record's
     row; the zero-byte record is listed (by its id) and left as it was."""
     empty = _two_sessions_and_an_empty_record()
-    done = _in_process(capsys, "sessions", "show", "a")
+    done = in_process(capsys, "sessions", "show", "a")
     _assert_one_error_line(done, 1, "'a' matches 3 generate-content sessions: ab")
     line = done.stderr.strip()
     assert ":;" not in line
@@ -399,5 +371,5 @@ def test_a_reference_with_a_path_in_it_matches_nothing_and_reads_no_file(
 ) -> None:
     """Pin: a reference is never a path: `..` or `/` in it matches no session (exit 1), whatever files are near."""
     _two_sessions_and_an_empty_record()
-    done = _in_process(capsys, "sessions", "show", ref)
+    done = in_process(capsys, "sessions", "show", ref)
     _assert_one_error_line(done, 1, f"no session matches {ref!r}")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line, _in_process
+from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line
+from tests.harness.cli_main import in_process
 
 _MAKE: dict[str, tuple[Callable[[Path], None], str]] = {
     "fifo": (os.mkfifo, "is a FIFO"),
@@ -29,7 +30,7 @@ def test_replay_of_what_is_no_file_says_what_is_there(
     make, said = _MAKE[kind]
     path = tmp_path / "run.yaml"
     make(path)
-    _assert_one_error_line(_in_process(capsys, "replay", str(path)), EXIT_BAD_INPUT, f"run.yaml: {said}")
+    _assert_one_error_line(in_process(capsys, "replay", str(path)), EXIT_BAD_INPUT, f"run.yaml: {said}")
 
 
 @pytest.mark.parametrize("kind", ["fifo", "loop", "dangling"])
@@ -40,4 +41,4 @@ def test_serve_of_a_script_that_is_no_file_says_what_is_there(
     make, said = _MAKE[kind]
     path = tmp_path / "script.json"
     make(path)
-    _assert_one_error_line(_in_process(capsys, "serve", str(path)), EXIT_BAD_INPUT, f"script.json: {said}")
+    _assert_one_error_line(in_process(capsys, "serve", str(path)), EXIT_BAD_INPUT, f"script.json: {said}")

@@ -1,5 +1,7 @@
-"""`unified run --history FILE`, `--retry` and `--fallback B[,C]`, each run as a user runs them: the real command in
-a subprocess with its own HOME, XDG folders and data directory, its model calls answered by FakeGemini on 127.0.0.1.
+"""`unified run --history FILE`, `--retry` and `--fallback B[,C]`, each run as a user runs them, with its own HOME, XDG
+folders and data directory, its model calls answered by FakeGemini on 127.0.0.1: what reads stdin (`-` as the
+history or the prompt) is the real command in a subprocess, a shell's pipe into it; the others go through `main()` in
+this process (tests/harness/cli_main.py), their exit codes and JSON lines what a process of their own would show.
 
 A session made on generate-content is exported (`unified sessions export REF`, the file `--history` reads) and
 continued on interactions; a failed turn is retried without a new prompt; a run whose backend's binary is missing
@@ -9,9 +11,11 @@ this process, as tests/foundation/test_cli_errors.py sends bad arguments.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,15 +24,12 @@ import anyio
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.cli_main import environ_of, in_process
 from unified._cli.main import main
 from unified.testing import FakeGemini, Fault
 from unified.testing import ModelTurn as ScriptTurn
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.anyio,
-    pytest.mark.parametrize("anyio_backend", ["asyncio"]),
-]  # the real command
+pytestmark = pytest.mark.e2e  # the real command
 
 EXIT_BAD_INPUT = 2
 FACT = "the code word is heron-7731"
@@ -52,10 +53,23 @@ def _env(home: Path, server: FakeGemini | None = None, **extra: str) -> dict[str
     return env | extra
 
 
-async def _unified(*args: str, env: dict[str, str], stdin: bytes | None = None) -> tuple[int, str, str]:
-    with anyio.fail_after(HANG_GUARD_S):
-        done = await anyio.run_process([sys.executable, "-m", "unified._cli", *args], env=env, check=False, input=stdin)
-    return done.returncode, done.stdout.decode(), done.stderr.decode()
+def _piped(*args: str, env: dict[str, str], stdin: str) -> tuple[int, str, str]:
+    """`unified ARGS` in a subprocess of its own, `stdin` piped in, as a shell runs `... | unified run -`."""
+    command = [sys.executable, "-m", "unified._cli", *args]
+    done = subprocess.run(command, env=env, input=stdin, capture_output=True, text=True, timeout=HANG_GUARD_S)
+    return done.returncode, done.stdout, done.stderr
+
+
+def _unified(
+    *args: str, env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    """`unified ARGS` with `env` through `main()` in this process (tests/harness/cli_main.py): a run against the
+    fake, its exit code and its JSON lines, which a process of its own (~1 s of CPU starting Python and unified)
+    would not change; what reads stdin goes through `_piped`."""
+    with monkeypatch.context() as environ:
+        environ_of(env, environ)
+        done = in_process(capsys, *args)
+    return done.returncode, done.stdout, done.stderr
 
 
 def _events(stdout: str) -> list[dict[str, Any]]:
@@ -88,25 +102,28 @@ def _last_history(server: FakeGemini) -> str:
     return json.dumps(body.get("contents") or body.get("input"))
 
 
-async def test_history_from_sessions_export_continues_on_another_backend(home: Path, workspace: Path) -> None:
+def test_history_from_sessions_export_continues_on_another_backend(
+    home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     turns = [
         ScriptTurn(text="I will remember it."),
         ScriptTurn(text="The code word is heron-7731."),
     ]
-    async with FakeGemini(turns) as server:
+    with FakeGemini(turns) as server:
         env = _env(home, server)
+        unified = functools.partial(_unified, env=env, monkeypatch=monkeypatch, capsys=capsys)
         common = ["--model", MODEL, "--cwd", str(workspace), "--json"]
-        code, out, err = await _unified("run", f"remember: {FACT}", "--backend", "generate-content", *common, env=env)
+        code, out, err = unified("run", f"remember: {FACT}", "--backend", "generate-content", *common)
         assert code == 0, err
         short = _result(out)["short_id"]
 
-        code, exported, err = await _unified("sessions", "export", short, env=env)
+        code, exported, err = unified("sessions", "export", short)
         assert code == 0, err
         conversation = home / "conv.json"
         conversation.write_text(exported, encoding="utf-8")
 
         args = ["run", "what is the code word?", "--history", str(conversation), "--backend", "interactions", *common]
-        code, out, err = await _unified(*args, env=env)
+        code, out, err = unified(*args)
         assert code == 0, err
         result = _result(out)
         assert (result["status"], result["backend"]) == ("success", "interactions"), result
@@ -119,7 +136,7 @@ async def test_history_from_sessions_export_continues_on_another_backend(home: P
         # `-` reads the conversation from stdin.
         server.add(ScriptTurn(text="Still heron."))
         args = ["run", "again?", "--history", "-", "--backend", "generate-content", *common]
-        code, out, err = await _unified(*args, env=env, stdin=exported.encode())
+        code, out, err = _piped(*args, env=env, stdin=exported)
         assert code == 0, err
         assert _result(out)["final_text"] == "Still heron."
         assert FACT in _last_history(server)
@@ -128,35 +145,41 @@ async def test_history_from_sessions_export_continues_on_another_backend(home: P
         server.add(ScriptTurn(text="Read it."))
         task = "Task from a file:\n- first line\n- second line with ünïcode\n"
         args = ["run", "-", "--backend", "generate-content", *common]
-        code, out, err = await _unified(*args, env=env, stdin=task.encode())
+        code, out, err = _piped(*args, env=env, stdin=task)
         assert code == 0, err
         assert _result(out)["final_text"] == "Read it."
         assert json.dumps(task)[1:-1] in json.dumps(server.requests[-1].body)
 
 
-async def test_retry_answers_the_failed_turn_without_a_prompt(home: Path, workspace: Path) -> None:
-    async with FakeGemini([ScriptTurn(text="noted"), ScriptTurn(text="heron")]) as server:
+def test_retry_answers_the_failed_turn_without_a_prompt(
+    home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeGemini([ScriptTurn(text="noted"), ScriptTurn(text="heron")]) as server:
         server.inject(Fault(kind="bad_request"), at_request=1)  # not retried: the turn fails, its prompt stays
         env = _env(home, server)
+        unified = functools.partial(_unified, env=env, monkeypatch=monkeypatch, capsys=capsys)
         common = ["--backend", "generate-content", "--model", MODEL, "--cwd", str(workspace), "--json"]
-        code, out, err = await _unified("run", "remember heron", *common, env=env)
+        code, out, err = unified("run", "remember heron", *common)
         assert code == 0, err
         short = _result(out)["short_id"]
-        code, out, _ = await _unified("run", "what was it?", "--resume", short, *common, env=env)
+        code, out, _ = unified("run", "what was it?", "--resume", short, *common)
         assert code == 1
         assert _result(out)["status"] == "error"
 
-        code, out, err = await _unified("run", "--resume", short, "--retry", *common, env=env)
+        code, out, err = unified("run", "--resume", short, "--retry", *common)
         assert code == 0, err
         assert _result(out)["final_text"] == "heron"
         assert _last_history(server).count("what was it?") == 1
 
 
-async def test_fallback_goes_on_when_the_backends_binary_is_missing(home: Path, workspace: Path) -> None:
-    async with FakeGemini([ScriptTurn(text="answered by generate-content")]) as server:
+def test_fallback_goes_on_when_the_backends_binary_is_missing(
+    home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeGemini([ScriptTurn(text="answered by generate-content")]) as server:
         env = _env(home, server, UNIFIED_CLAUDE_BIN=str(home / "no-such-claude"), ANTHROPIC_API_KEY="fake-key")
+        unified = functools.partial(_unified, env=env, monkeypatch=monkeypatch, capsys=capsys)
         args = ["run", "hello", "--backend", "claude-code", "--fallback", "generate-content", "--model", MODEL]
-        code, out, err = await _unified(*args, "--cwd", str(workspace), "--json", env=env)
+        code, out, err = unified(*args, "--cwd", str(workspace), "--json")
         assert code == 0, (out, err)
         events = _events(out)
         [failover] = [e for e in events if e["type"] == "failover"]
@@ -176,6 +199,8 @@ async def test_fallback_goes_on_when_the_backends_binary_is_missing(home: Path, 
         (("run", "-", "--history", "-"), b"{}", "PROMPT and --history cannot both be read from stdin"),
     ],
 )
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_a_prompt_read_from_stdin_is_refused_in_one_line_when_it_cannot_be_one(
     home: Path,
     args: tuple[str, ...],
@@ -207,6 +232,8 @@ async def test_a_prompt_read_from_stdin_is_refused_in_one_line_when_it_cannot_be
         (("run", "hi", "--history", "{good}", "--resume", "abc"), "not both"),
     ],
 )
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_bad_conversation_arguments(
     home: Path, args: tuple[str, ...], phrase: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

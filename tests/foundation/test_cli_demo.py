@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.cli_main import in_process
 from unified.events import Result, parse_event
 
 ROOT = Path(__file__).parents[2]
@@ -55,9 +56,11 @@ def test_demo_runs_the_same_task_on_every_backend(isolated_home: Path) -> None:
         "cassettes/interactions/tool-call.yaml",
     ],
 )
-@pytest.mark.e2e  # runs a real subprocess
-def test_replay_command(cassette: str, isolated_home: Path) -> None:
-    done = _unified("replay", str(ROOT / cassette), "--json", home=isolated_home)
+@pytest.mark.e2e  # the binaries' cassettes play through their stand-in processes
+def test_replay_command(cassette: str, isolated_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Through `main()` in this process (tests/harness/cli_main.py), in `isolated_home`: a replay in a process of its
+    own, as a shell starts it, is tests/foundation/test_cli_errors.py's (piped into `head`, its reader gone)."""
+    done = in_process(capsys, "replay", str(ROOT / cassette), "--json")
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert events[-1]["type"] == "result"

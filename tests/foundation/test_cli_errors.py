@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.cli_main import in_process
 
 ROOT = Path(__file__).parents[2]
 TOOL_CALL = ROOT / "cassettes" / "interactions" / "tool-call.yaml"
@@ -33,16 +34,6 @@ def _unified(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
         timeout=HANG_GUARD_S,  # a hang guard only: each case takes a second or two
         check=False,
     )
-
-
-def _in_process(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
-    """`unified ARGS` through `main()` in this process: its exit code and what it wrote."""
-    from unified._cli.main import main
-
-    capsys.readouterr()
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(list(args), code, out, err)
 
 
 def _assert_one_error_line(done: subprocess.CompletedProcess[str], code: int, *phrases: str) -> None:
@@ -84,7 +75,7 @@ def bad_files(tmp_path: Path) -> Path:
     ],
 )
 def test_replay_of_a_bad_file(bad_files: Path, name: str, phrase: str, capsys: pytest.CaptureFixture[str]) -> None:
-    _assert_one_error_line(_in_process(capsys, "replay", str(bad_files / name)), EXIT_BAD_INPUT, phrase)
+    _assert_one_error_line(in_process(capsys, "replay", str(bad_files / name)), EXIT_BAD_INPUT, phrase)
 
 
 @pytest.mark.parametrize(
@@ -106,7 +97,7 @@ def test_replay_of_a_bad_file(bad_files: Path, name: str, phrase: str, capsys: p
     ],
 )
 def test_bad_arguments(args: tuple[str, ...], phrase: str, capsys: pytest.CaptureFixture[str]) -> None:
-    _assert_one_error_line(_in_process(capsys, *args), EXIT_BAD_INPUT, phrase)
+    _assert_one_error_line(in_process(capsys, *args), EXIT_BAD_INPUT, phrase)
 
 
 @pytest.mark.e2e  # runs real subprocesses
@@ -203,7 +194,7 @@ def test_a_usage_error_of_run_json_is_one_error_event_on_stdout(
     """A caller parsing `run --json` reads why nothing ran from stdout, as the `error` event a failing run gives;
     the `error:` line and exit 2 stay."""
     monkeypatch.chdir(bad_files)
-    done = _in_process(capsys, *args)
+    done = in_process(capsys, *args)
     assert done.returncode == EXIT_BAD_INPUT, done.stderr
     (said,) = done.stderr.strip().splitlines()
     assert said.startswith("error: ")
@@ -216,5 +207,5 @@ def test_a_usage_error_of_run_json_is_one_error_event_on_stdout(
 
 def test_only_run_json_puts_its_usage_errors_on_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     """Without --json, or with `--json` as the prompt after `--`, stdout stays empty."""
-    _assert_one_error_line(_in_process(capsys, "run", "hi", "--bogus"), EXIT_BAD_INPUT, "No such option")
-    _assert_one_error_line(_in_process(capsys, "run", "--bogus", "--", "--json"), EXIT_BAD_INPUT, "No such option")
+    _assert_one_error_line(in_process(capsys, "run", "hi", "--bogus"), EXIT_BAD_INPUT, "No such option")
+    _assert_one_error_line(in_process(capsys, "run", "--bogus", "--", "--json"), EXIT_BAD_INPUT, "No such option")

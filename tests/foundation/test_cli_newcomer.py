@@ -2,11 +2,12 @@
 
 `./scripts/demo` with Node.js hidden, `unified demo` at 80 columns and interrupted with Ctrl-C,
 `unified record` without credentials, `unified serve` with `unified run` against it, JSON Lines
-from every `--json`, one-line errors, `--version`, `-h` and completion. Every case runs the real
-command in a subprocess with its own HOME, XDG folders and data directory, but input refused before
-anything runs (a bad session reference, a cut cassette, what `serve` cannot play), which goes through
-the console script's entry point in this process (`_in_process`), as tests/foundation/test_cli_errors.py
-sends bad arguments.
+from every `--json`, one-line errors, `--version`, `-h` and completion. Each case has its own HOME, XDG
+folders and data directory. What a process of its own shows (the demo, its signals, `serve`, a binary's run,
+`--version`, `-h`, completion, `python -m unified`) runs the real command in a subprocess; a case whose whole
+story is an exit code and the lines written (input refused before anything runs, a run that ends in error
+before its first request, a replay, `--json` lines, an API backend's run against `serve`) goes through the
+console script's entry point in this process (`_in_process`, tests/harness/cli_main.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.cli_main import environ_of, in_process
 from unified import capabilities as matrix
 from unified._cli.demo_backends import DEMO_BACKENDS
 
@@ -63,20 +65,19 @@ def _unified(*args: str, home: Path, cwd: Path | None = None, **extra: str) -> s
 
 
 def _in_process(
-    *args: str, home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    *args: str,
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    cwd: Path | None = None,
+    **extra: str,
 ) -> subprocess.CompletedProcess[str]:
-    """`_unified` for input refused before anything runs: the console script's entry point in this process (as
-    tests/foundation/test_cli_errors.py sends bad arguments), with `_env`'s environment; a Python start of its own
-    (~0.35 s of CPU) would show nothing more."""
-    from unified._cli.main import main
-
-    for name, value in _env(home).items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("UNIFIED_DEBUG", raising=False)
-    capsys.readouterr()
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(["unified", *args], code, out, err)
+    """`_unified` where a process of its own would show nothing more (tests/harness/cli_main.py): the console
+    script's entry point in this process, with `_env`'s environment, in `cwd`."""
+    environ_of(_env(home, **extra), monkeypatch)
+    if cwd is not None:
+        monkeypatch.chdir(cwd)
+    return in_process(capsys, *args)
 
 
 def _files(root: Path) -> set[str]:
@@ -226,13 +227,22 @@ def test_ctrl_c_interrupts_the_demo_as_it_does_a_run(
 
 @pytest.mark.parametrize("backend", ["generate-content", "interactions"])
 def test_record_without_credentials_is_one_error_line_and_writes_nothing(
-    backend: str, isolated_home: Path, tmp_path: Path
+    backend: str,
+    isolated_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    done = _unified("record", "rec/z.yaml", "hi", "--backend", backend, home=isolated_home, cwd=tmp_path)
+    """In this process: the run ends in error before any request, an exit code and a line are all there is."""
+
+    def unified(*args: str) -> subprocess.CompletedProcess[str]:
+        return _in_process(*args, home=isolated_home, monkeypatch=monkeypatch, capsys=capsys, cwd=tmp_path)
+
+    done = unified("record", "rec/z.yaml", "hi", "--backend", backend)
     line = _one_error_line(done, 1, "rec/z.yaml not written: the run ended in error", "no API key")
     assert "unexpected" not in line
     assert not (tmp_path / "rec").exists()
-    run = _unified("run", "hi", "--backend", backend, home=isolated_home, cwd=tmp_path)
+    run = unified("run", "hi", "--backend", backend)
     assert run.returncode == done.returncode == 1  # as `unified run` exits
 
 
@@ -290,15 +300,24 @@ def _run_against(env: dict[str, str], backend: str, workspace: Path) -> list[dic
 
 
 @pytest.mark.gemini_cli
-def test_serve_points_every_api_backend_and_the_gemini_cli_at_the_fake(served: dict[str, str], tmp_path: Path) -> None:
-    """One `unified serve` for the API backends and the gemini CLI (one start of the server, not one for each)."""
+def test_serve_points_every_api_backend_and_the_gemini_cli_at_the_fake(
+    served: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One `unified serve` for the API backends and the gemini CLI (one start of the server, not one for each). The
+    API backends' runs go through `main()` in this process, given the printed lines' environment alone (what a
+    process of its own would add is a Python start); the gemini CLI's is the command a shell starts."""
     assert set(served) >= {"GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY", "GEMINI_MODEL", "UNIFIED_DATA_DIR"}
     assert "GOOGLE_API_KEY" not in served
     (tmp_path / "notes.txt").write_text("Ship on Friday.\n")
-    for backend in ("generate-content", "interactions", "generate-content"):  # the script starts over
-        events = _run_against(served, backend, tmp_path)
-        assert [e["name"] for e in events if e["type"] == "tool_use"] == ["list_directory", "read_file"]
-        assert "ship the adapter layer on Friday" in str(events[-1]["final_text"])
+    with monkeypatch.context() as environ:
+        environ_of(served, environ)
+        environ.chdir(tmp_path)
+        for backend in ("generate-content", "interactions", "generate-content"):  # the script starts over
+            done = in_process(capsys, "run", "what is here?", "--backend", backend, "--json")
+            assert done.returncode == 0, done.stderr
+            events = [json.loads(line) for line in done.stdout.splitlines()]
+            assert [e["name"] for e in events if e["type"] == "tool_use"] == ["list_directory", "read_file"]
+            assert "ship the adapter layer on Friday" in str(events[-1]["final_text"])
     served["UNIFIED_GEMINI_BIN"] = os.environ.get(
         "UNIFIED_GEMINI_BIN", str(ROOT / ".gemini-cli" / "node_modules" / ".bin" / "gemini")
     )
@@ -344,23 +363,32 @@ def test_serve_plays_a_recording_and_refuses_what_it_cannot_play(
     "args",
     [("capabilities", "--json"), ("capabilities", "--json", "--backend", "interactions"), ("doctor", "--json")],
 )
-def test_every_json_output_is_json_lines(args: tuple[str, ...], isolated_home: Path) -> None:
-    done = _unified(*args, home=isolated_home, UNIFIED_GEMINI_BIN="")
+def test_every_json_output_is_json_lines(
+    args: tuple[str, ...], isolated_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    done = _in_process(*args, home=isolated_home, monkeypatch=monkeypatch, capsys=capsys, UNIFIED_GEMINI_BIN="")
     lines = done.stdout.splitlines()
     assert len(lines) == 1, done.stdout[:300]
     assert isinstance(json.loads(lines[0]), dict)
 
 
-def test_sessions_list_and_show_json_are_json_lines(isolated_home: Path, tmp_path: Path) -> None:
+def test_sessions_list_and_show_json_are_json_lines(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In this process: what is tested is the lines written, which a process of its own would not change."""
+
+    def unified(*args: str) -> subprocess.CompletedProcess[str]:
+        return _in_process(*args, home=isolated_home, monkeypatch=monkeypatch, capsys=capsys, cwd=tmp_path)
+
     for prompt in ("first", "second"):
-        run = _unified("run", prompt, "--backend", "scripted", home=isolated_home, cwd=tmp_path)
+        run = unified("run", prompt, "--backend", "scripted")
         assert run.returncode == 0, run.stderr
     (isolated_home / ".gemini" / "tmp").mkdir(parents=True)
-    listed = _unified("sessions", "list", "--json", home=isolated_home)
+    listed = unified("sessions", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert all(isinstance(row, dict) for row in rows)
-    empty = _unified("sessions", "list", "--json", "--backend", "generate-content", home=isolated_home)
+    empty = unified("sessions", "list", "--json", "--backend", "generate-content")
     assert (empty.returncode, empty.stdout) == (0, "")
 
 
@@ -394,14 +422,25 @@ def test_a_replay_error_says_file_line_and_what_is_wrong(
     )
 
 
-def test_a_replay_answered_otherwise_than_recorded_says_how_it_differs(isolated_home: Path) -> None:
+def test_a_replay_answered_otherwise_than_recorded_says_how_it_differs(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In this process: an exit code and a line (a replay in a process of its own: test_cli_errors.py)."""
+
+    def unified(*args: str) -> subprocess.CompletedProcess[str]:
+        return _in_process(*args, home=isolated_home, monkeypatch=monkeypatch, capsys=capsys)
+
     cassette = ROOT / "cassettes" / "gemini-cli" / "tools-permission.jsonl"
-    assert _unified("replay", str(cassette), "--approve", home=isolated_home).returncode == 0  # as recorded
-    line = _one_error_line(_unified("replay", str(cassette), "--deny", home=isolated_home), 1)
+    assert unified("replay", str(cassette), "--approve").returncode == 0  # as recorded
+    line = _one_error_line(unified("replay", str(cassette), "--deny"), 1)
     assert "the replay differs from the recording: the answer to the permission request for" in line
 
 
-def test_version_short_help_and_completion(isolated_home: Path) -> None:
+def test_version_short_help_and_completion(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-h` through `main()` in this process (its text is what is checked; the help in a process of its own:
+    test_cli_errors.py); `--version` and completion, what a shell runs, in subprocesses."""
     from unified import __version__
     from unified.events import PROTOCOL_VERSION
 
@@ -411,7 +450,7 @@ def test_version_short_help_and_completion(isolated_home: Path) -> None:
         f"unified {__version__} (event protocol {PROTOCOL_VERSION})",
     )
     for args in (("-h",), ("run", "-h"), ("sessions", "show", "-h")):
-        shown = _unified(*args, home=isolated_home)
+        shown = _in_process(*args, home=isolated_home, monkeypatch=monkeypatch, capsys=capsys)
         assert shown.returncode == 0, shown.stderr
         assert "Usage: unified" in shown.stdout
     completion = _unified("--show-completion", "bash", home=isolated_home)
@@ -440,8 +479,10 @@ def test_python_m_unified_exits_as_the_command_does(isolated_home: Path) -> None
     _one_error_line(done, EXIT_BAD_INPUT, "the prompt is empty")
 
 
-def test_capabilities_fit_80_columns_without_splitting_a_name(isolated_home: Path) -> None:
-    done = _unified("capabilities", home=isolated_home)
+def test_capabilities_fit_80_columns_without_splitting_a_name(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    done = _in_process("capabilities", home=isolated_home, monkeypatch=monkeypatch, capsys=capsys)  # COLUMNS=80
     assert done.returncode == 0
     lines = done.stdout.splitlines()
     assert [line for line in lines if len(line) > 80] == []

@@ -13,13 +13,12 @@ from __future__ import annotations
 import json
 import tracemalloc
 from collections.abc import Callable, Iterable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.harness.raw_http import serving
+from tests.harness.raw_http import Answer, Answering
 from unified import ExecuteParams
 from unified import _limits as limits
 from unified._adapters.interactions._translate import UNPARSED_ARGUMENTS, InteractionsTranslator
@@ -37,44 +36,11 @@ MiB = 1024 * 1024
 Body = Iterable[bytes]
 
 
-class RawServer:
-    """A loopback HTTP server answering each POST with the next body of its queue, as SSE, streamed
-    from an iterator (so a 100 MB answer is never built whole on the server side either)."""
-
-    def __init__(self, bodies: list[Body]) -> None:
-        self.bodies = list(bodies)
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                body = server.bodies.pop(0) if server.bodies else [_sse({"candidates": []})]
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                try:
-                    for piece in body:
-                        self.wfile.write(piece)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client refused the rest: what the test wants
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> RawServer:
-        serving(self._server)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+def raw_server(bodies: list[Body]) -> Answering:
+    """A loopback HTTP server answering each POST with the next body of `bodies` as SSE, streamed from its iterator
+    (so a 100 MB answer is never built whole on the server side either), then with no candidates."""
+    sse = "text/event-stream"
+    return Answering([Answer(200, body, sse) for body in bodies], Answer(200, [_sse({"candidates": []})], sse))
 
 
 def _sse(chunk: Any) -> bytes:
@@ -95,7 +61,7 @@ def _raw_call(args_json: str) -> bytes:
     return b"data: " + (prefix + args_json + '}}]}, "finishReason": "STOP"}]}').encode() + b"\r\n\r\n"
 
 
-async def _run(server: RawServer, tmp_path: Path, backend: str = "generate-content") -> list[UnifiedEvent]:
+async def _run(server: Answering, tmp_path: Path, backend: str = "generate-content") -> list[UnifiedEvent]:
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
     params = ExecuteParams(
@@ -128,28 +94,28 @@ def _deep_args(depth: int) -> dict[str, Any]:
 
 @pytest.mark.parametrize("depth", [65, 900])
 async def test_arguments_nested_deeply_are_a_typed_error(tmp_path: Path, depth: int) -> None:
-    with RawServer([[_call("read_file", _deep_args(depth))]]) as server:
+    with raw_server([[_call("read_file", _deep_args(depth))]]) as server:
         events = await _run(server, tmp_path)
     _typed_failure(events, "nested deeper than 64 levels")
 
 
 @pytest.mark.parametrize("depth", [2_000, 10_000])
 async def test_arguments_too_deep_for_the_sdk_to_parse_are_a_typed_error(tmp_path: Path, depth: int) -> None:
-    with RawServer([[_raw_call('{"x": ' + _nested(depth) + "}")]]) as server:
+    with raw_server([[_raw_call('{"x": ' + _nested(depth) + "}")]]) as server:
         events = await _run(server, tmp_path)
     _typed_failure(events, "the Gemini API sent a response that does not fit its schema")
 
 
 @pytest.mark.parametrize(("name", "args"), [(123, {}), (["read_file"], {}), ({"n": 1}, {}), ("read_file", [1, 2])])
 async def test_calls_of_the_wrong_shape_are_a_typed_error(tmp_path: Path, name: Any, args: Any) -> None:
-    with RawServer([[_call(name, args)]]) as server:
+    with raw_server([[_call(name, args)]]) as server:
         events = await _run(server, tmp_path)
     _typed_failure(events, "does not fit its schema")
 
 
 @pytest.mark.parametrize("args", ["a string", 7, True])
 async def test_scalar_arguments_are_a_typed_error(tmp_path: Path, args: Any) -> None:
-    with RawServer([[_call("read_file", args)]]) as server:
+    with raw_server([[_call("read_file", args)]]) as server:
         events = await _run(server, tmp_path)
     _typed_failure(events, "does not fit its schema")
 
@@ -158,7 +124,7 @@ async def test_scalar_arguments_are_a_typed_error(tmp_path: Path, args: Any) -> 
 async def test_a_call_named_oddly_is_answered_as_unknown(tmp_path: Path, name: Any) -> None:
     """ "123" as a string (or no name) is a well-formed call to a tool that does not exist: the model is told."""
     final = _sse({"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}, "finishReason": "STOP"}]})
-    with RawServer([[_call(name, {})], [final]]) as server:
+    with raw_server([[_call(name, {})], [final]]) as server:
         events = await _run(server, tmp_path)
     assert not [e for e in events if isinstance(e, ErrorEvent)]
     assert isinstance(events[-1], Result)
@@ -199,7 +165,7 @@ async def _peak(coroutine: Any) -> tuple[Any, int]:
     ids=["a-million-parts", "a-100-MB-event"],
 )
 async def test_a_huge_chunk_is_refused_as_it_arrives(tmp_path: Path, body: Any, words: str) -> None:
-    with RawServer([body()]) as server:
+    with raw_server([body()]) as server:
         events, peak = await _peak(_run(server, tmp_path))
     _typed_failure(events, words)
     assert peak < 48 * MiB  # the refusal comes at 8 MiB (or 100,000 objects), never after the whole
@@ -207,14 +173,14 @@ async def test_a_huge_chunk_is_refused_as_it_arrives(tmp_path: Path, body: Any, 
 
 async def test_too_many_parts_over_several_chunks_are_refused(tmp_path: Path) -> None:
     chunk = _sse({"candidates": [{"content": {"role": "model", "parts": [{"text": "p"}] * 2_000}}]})
-    with RawServer([[chunk] * 6]) as server:
+    with raw_server([[chunk] * 6]) as server:
         events = await _run(server, tmp_path)
     _typed_failure(events, f"more than {limits.MAX_PARTS_PER_TURN:,} parts")
 
 
 async def test_too_much_text_over_several_chunks_is_refused(tmp_path: Path) -> None:
     chunk = _sse({"candidates": [{"content": {"role": "model", "parts": [{"text": "t" * (MiB // 2)}]}}]})
-    with RawServer([[chunk] * 10]) as server:
+    with raw_server([[chunk] * 10]) as server:
         events = await _run(server, tmp_path)
     error = _typed_failure(events, "characters of text")
     assert error.fatal

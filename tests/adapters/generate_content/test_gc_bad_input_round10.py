@@ -21,14 +21,13 @@ server means; now a typed error naming what came, or the count read as nothing.
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.harness.raw_http import serving
-from tests.security.test_malformed_input import RawServer, _run, _sse
+from tests.harness.raw_http import answering
+from tests.security.test_malformed_input import _run, _sse, raw_server
 from unified import ExecuteParams
 from unified._execute import EventStream
 from unified.events import ErrorEvent, Result, TextDelta
@@ -61,7 +60,7 @@ def _failure(events: list[Any]) -> ErrorEvent:
 @pytest.mark.filterwarnings("error:SOME_NEW_REASON is not a valid FinishReason")
 async def test_a_finish_reason_newer_than_unified_is_a_backend_error_naming_it(tmp_path: Path) -> None:
     """... said in the run's events only: google-genai's enum printed a `UserWarning` on the host's stderr too."""
-    with RawServer([[_sse(_answer(finish="SOME_NEW_REASON"))]]) as server:
+    with raw_server([[_sse(_answer(finish="SOME_NEW_REASON"))]]) as server:
         events = await _run(server, tmp_path)
     error = _failure(events)
     assert error.code == "backend_error"
@@ -72,7 +71,7 @@ async def test_a_finish_reason_newer_than_unified_is_a_backend_error_naming_it(t
 
 
 async def test_a_number_too_long_for_python_is_an_answer_that_is_not_json(tmp_path: Path) -> None:
-    with RawServer([[_raw("9" * 5000)]] * 5) as server:
+    with raw_server([[_raw("9" * 5000)]] * 5) as server:
         events = await _run(server, tmp_path)
     final = events[-1]
     assert isinstance(final, Result)
@@ -84,7 +83,7 @@ async def test_a_number_too_long_for_python_is_an_answer_that_is_not_json(tmp_pa
 
 
 async def test_a_chunk_that_is_an_array_is_a_typed_error_saying_so(tmp_path: Path) -> None:
-    with RawServer([[b"data: " + json.dumps([_answer()]).encode() + b"\r\n\r\n"]]) as server:
+    with raw_server([[b"data: " + json.dumps([_answer()]).encode() + b"\r\n\r\n"]]) as server:
         events = await _run(server, tmp_path)
     error = _failure(events)
     assert error.code == "backend_error"
@@ -92,7 +91,7 @@ async def test_a_chunk_that_is_an_array_is_a_typed_error_saying_so(tmp_path: Pat
 
 
 async def test_a_negative_usage_count_is_read_as_none(tmp_path: Path) -> None:
-    with RawServer([[_sse(_answer(usageMetadata={"promptTokenCount": -5, "candidatesTokenCount": 3}))]]) as server:
+    with raw_server([[_sse(_answer(usageMetadata={"promptTokenCount": -5, "candidatesTokenCount": 3}))]]) as server:
         events = await _run(server, tmp_path)
     final = events[-1]
     assert isinstance(final, Result)
@@ -117,61 +116,45 @@ _HI = json.dumps(_answer()).encode()
     ids=["comment", "event-field", "id-and-retry", "data-without-space", "byte-order-mark", "done-marker"],
 )
 async def test_sse_the_sdk_does_not_strip_is_read_past(body: list[bytes], tmp_path: Path) -> None:
-    with RawServer([body]) as server:
+    with raw_server([body]) as server:
         events = await _run(server, tmp_path)
     final = events[-1]
     assert isinstance(final, Result)
     assert (final.status, final.error) == ("success", None)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "hi"
-    assert server.bodies == []  # asked once
+    assert server.answers == []  # asked once
 
 
 _NINES = "9" * 400
 
 
-class _RateLimiting:
-    """A loopback server answering every POST with a 429 whose RetryInfo asks for a delay of 400 digits."""
-
-    def __init__(self) -> None:
-        detail = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{_NINES}s"}
-        error = {"code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED", "details": [detail]}
-        body = json.dumps({"error": error}).encode()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self.send_response(429)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        serving(self.server)
+_RATE_LIMITED = json.dumps(
+    {
+        "error": {
+            "code": 429,
+            "message": "slow down",
+            "status": "RESOURCE_EXHAUSTED",
+            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{_NINES}s"}],
+        }
+    }
+).encode()
+"""A 429 whose RetryInfo asks for a delay of 400 digits, the answer to every POST."""
 
 
 @pytest.mark.parametrize("backend", ["generate-content", "interactions"])
 async def test_a_retry_delay_of_400_digits_is_no_delay_not_infinity(backend: str, tmp_path: Path) -> None:
     """`float` of 400 digits is infinity: the error said "wait infs and run again" and carried a `retry_after_s`
     of infinity, which no JSON holds (and `auto` would have rested the backend for ever)."""
-    fake = _RateLimiting()
-    try:
+    with answering(429, _RATE_LIMITED) as (base_url, _):
         params = ExecuteParams(
             prompt="go",
             backend=backend,
             model="gemini-2.5-flash",
             cwd=tmp_path,
-            backend_options={"api_key": "test-key-12345", "base_url": fake.base_url, "retry_delay_scale": 0.001},
+            backend_options={"api_key": "test-key-12345", "base_url": base_url, "retry_delay_scale": 0.001},
         )
         async with EventStream(params) as stream:
             events = [event async for event in stream]
-    finally:
-        fake.server.shutdown()
-        fake.server.server_close()
     [error] = [e for e in events if isinstance(e, ErrorEvent)]
     assert error.code == "rate_limited"
     assert "inf" not in error.message, error.message

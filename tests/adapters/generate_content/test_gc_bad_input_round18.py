@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.security.test_malformed_input import RawServer
+from tests.security.test_malformed_input import raw_server
 from unified import ExecuteParams
 from unified._execute import EventStream
 from unified.events import ErrorEvent, Result, TextDelta, UnifiedEvent
@@ -50,7 +50,7 @@ def _interactions_body(count: str) -> bytes:
 
 
 async def _run(backend: str, body: bytes) -> list[UnifiedEvent]:
-    with RawServer([[body]] * 3) as server, tempfile.TemporaryDirectory() as folder:
+    with raw_server([[body]] * 3) as server, tempfile.TemporaryDirectory() as folder:
         params = ExecuteParams(
             prompt="go",
             backend=backend,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.foundation.test_bad_input_round21 import _Answers, _events, _options
+from tests.foundation.test_bad_input_round21 import _answers, _events, _options
 from unified import ExecuteParams
 from unified.events import ErrorEvent, Result
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def _error(tmp_path: Path, status: int, body: bytes, backend: str = "generate-content") -> ErrorEvent:
-    with _Answers([(status, body)] * 2) as server:
+    with _answers([(status, body)] * 2) as server:
         params = ExecuteParams(
             prompt="hi",
             backend=backend,

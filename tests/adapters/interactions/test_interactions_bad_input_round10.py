@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.security.test_malformed_input import RawServer
+from tests.security.test_malformed_input import raw_server
 from unified import ExecuteParams
 from unified._adapters.interactions._client import sse_events, sse_events_sync
 from unified._execute import EventStream
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def _run(body: bytes) -> list[UnifiedEvent]:
-    with RawServer([[body]] * 5) as server, tempfile.TemporaryDirectory() as folder:
+    with raw_server([[body]] * 5) as server, tempfile.TemporaryDirectory() as folder:
         params = ExecuteParams(
             prompt="go",
             backend="interactions",

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.foundation.test_bad_input_round21 import _Answers, _events, _options
+from tests.foundation.test_bad_input_round21 import _answers, _events, _options
+from tests.harness.raw_http import Answering
 from unified import ExecuteParams
 from unified.events import ErrorEvent, Result, UnifiedEvent
 from unified.sessions import MemorySessionStore
@@ -46,7 +47,7 @@ NOT_FOUND: dict[str, bytes] = {
 }
 
 
-async def _run(server: _Answers, cwd: Path, store: MemorySessionStore, resume: str | None) -> list[UnifiedEvent]:
+async def _run(server: Answering, cwd: Path, store: MemorySessionStore, resume: str | None) -> list[UnifiedEvent]:
     params = ExecuteParams(
         prompt="go on",
         backend="interactions",
@@ -68,7 +69,7 @@ def _error(events: list[UnifiedEvent]) -> ErrorEvent:
 
 
 async def _started(tmp_path: Path, store: MemorySessionStore) -> str:
-    with _Answers([(200, ANSWER)]) as server:
+    with _answers([(200, ANSWER)]) as server:
         final = (await _run(server, tmp_path, store, None))[-1]
     assert isinstance(final, Result)
     assert final.status == "success", final.error
@@ -81,9 +82,9 @@ async def test_a_404_continuing_an_interaction_says_it_is_gone(tmp_path: Path, s
     """FAILED before: `model_not_found`, "does not serve the requested model ... check the model name"."""
     store = MemorySessionStore()
     short_id = await _started(tmp_path, store)
-    with _Answers([(404, NOT_FOUND[said])] * 2) as server:
+    with _answers([(404, NOT_FOUND[said])] * 2) as server:
         error = _error(await _run(server, tmp_path, store, short_id))
-    assert len(server.paths) == 1  # not asked again: it will not come back
+    assert len(server.asked) == 1  # not asked again: it will not come back
     assert error.code == "interaction_not_found"
     assert "the Interactions API no longer holds interaction i-round21, which this session continues (404)" in (
         error.message
@@ -100,7 +101,7 @@ async def test_a_404_that_names_the_interaction_keeps_its_own_words(tmp_path: Pa
     store = MemorySessionStore()
     short_id = await _started(tmp_path, store)
     body = {"error": {"code": 404, "message": "Interaction i-round21 not found", "status": "NOT_FOUND"}}
-    with _Answers([(404, body)]) as server:
+    with _answers([(404, body)]) as server:
         error = _error(await _run(server, tmp_path, store, short_id))
     assert error.code == "interaction_not_found"
     assert "Interaction i-round21 not found" in error.message
@@ -109,7 +110,7 @@ async def test_a_404_that_names_the_interaction_keeps_its_own_words(tmp_path: Pa
 async def test_a_404_on_a_new_session_is_still_the_models(tmp_path: Path) -> None:
     """FAILED before (the message only): with no interaction continued, a 404 is the model that is not served,
     named (it said "the requested model", where generate-content names it)."""
-    with _Answers([(404, NOT_FOUND["google"])]) as server:
+    with _answers([(404, NOT_FOUND["google"])]) as server:
         error = _error(await _run(server, tmp_path, MemorySessionStore(), None))
     assert error.code == "model_not_found"
     assert "does not serve model 'gemini-2.5-flash'" in error.message

@@ -2,7 +2,8 @@
 process with another HOME and a CLI home that never saw the session, resumes it by its short id,
 and the conversation continues (what the model is sent carries A's turn).
 
-Each worker is `unified run` in a subprocess, configured only by `UNIFIED_SESSION_STORE_URL`
+Each worker's run is `unified run` in a subprocess (its listings, shows and deletes go through `main()` in the
+test's process with the worker's environment), configured only by `UNIFIED_SESSION_STORE_URL`
 (a fresh database on the real PostgreSQL server of tests/conftest.py); the model is FakeGemini.
 gemini-cli runs the real pinned binary with its model pinned (`--model`).
 """
@@ -19,6 +20,9 @@ from typing import Any
 import pytest
 
 from tests.e2e.gemini_cli.gemini_cli_helpers import LOCAL_BINARY
+from tests.harness.cli_main import environ_of, in_process
+from unified._sessions.config import _postgres_store
+from unified._sessions.postgres import PostgresSessionStore
 from unified.testing import FakeGemini, InteractionTurn, ModelTurn, TextStep
 from unified.testing._fake_gemini import CLI_MODEL
 from unified.testing._wiring import prepare_cli_home
@@ -54,6 +58,22 @@ class Worker:
             check=False,
         )
 
+    def command(
+        self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str
+    ) -> subprocess.CompletedProcess[str]:
+        """`unified ARGS` with this worker's environment and workspace through `main()` in the test's process
+        (tests/harness/cli_main.py): a listing, a show or a delete is the lines it writes and its exit code, what a
+        process of its own (~1 s of CPU starting Python and unified) would not change; the runs stay processes."""
+        with monkeypatch.context() as environ:
+            environ_of(self.env, environ)
+            environ.chdir(self.workspace)
+            try:
+                return in_process(capsys, *args)
+            finally:  # the idle connections this process keeps for the URL, which a process of its own closed at exit
+                store = _postgres_store(self.env["UNIFIED_SESSION_STORE_URL"])
+                assert isinstance(store, PostgresSessionStore)
+                store.close()
+
     def run(self, prompt: str, backend: str, *more: str) -> list[dict[str, Any]]:
         model = ["--model", CLI_MODEL] if backend == "gemini-cli" else []
         done = self.unified("run", prompt, "--backend", backend, "--json", "--cwd", str(self.workspace), *model, *more)
@@ -77,7 +97,13 @@ def sent_after(server: FakeGemini, backend: str) -> str:
 @pytest.mark.parametrize(
     "backend", ["generate-content", "interactions", pytest.param("gemini-cli", marks=pytest.mark.gemini_cli)]
 )
-def test_worker_b_resumes_by_short_id_what_worker_a_started(backend: str, postgres_url: str, tmp_path: Path) -> None:
+def test_worker_b_resumes_by_short_id_what_worker_a_started(
+    backend: str,
+    postgres_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with FakeGemini() as server:
         server.add(turn(backend, "noted: 42"), turn(backend, "you said 42"))
         worker_a = Worker(tmp_path / "a", server, postgres_url)
@@ -87,7 +113,7 @@ def test_worker_b_resumes_by_short_id_what_worker_a_started(backend: str, postgr
 
         worker_b = Worker(tmp_path / "b", server, postgres_url)
         assert not list((worker_b.home / ".gemini").glob("tmp/*/chats/*"))  # B has never seen a session
-        listed = worker_b.unified("sessions", "list", "--backend", backend, "--json")
+        listed = worker_b.command(capsys, monkeypatch, "sessions", "list", "--backend", backend, "--json")
         assert short in listed.stdout, listed.stderr
         second = worker_b.run("what number did I say?", backend, "--resume", short)
         [again] = [e for e in second if e["type"] == "session_started"]
@@ -107,16 +133,19 @@ def test_worker_b_resumes_by_short_id_what_worker_a_started(backend: str, postgr
 
         if backend != "gemini-cli":
             return  # show and delete of an API backend's record: the store conformance suite
-        shown = worker_a.unified("sessions", "show", short, "--backend", backend)  # A sees B's turn too
+        # A sees B's turn too
+        shown = worker_a.command(capsys, monkeypatch, "sessions", "show", short, "--backend", backend)
         assert shown.returncode == 0, shown.stderr
         assert "what number did I say?" in shown.stdout, shown.stdout[-2000:]
-        deleted = worker_a.unified("sessions", "delete", short, "--backend", backend, "--yes")
+        deleted = worker_a.command(capsys, monkeypatch, "sessions", "delete", short, "--backend", backend, "--yes")
         assert deleted.returncode == 0, deleted.stderr
-        listed = worker_a.unified("sessions", "list", "--backend", backend, "--json")
+        listed = worker_a.command(capsys, monkeypatch, "sessions", "list", "--backend", backend, "--json")
         assert short not in listed.stdout  # gone from the store (and from A's CLI home)
 
 
-def test_a_store_that_is_down_is_a_typed_error_not_a_local_fallback(tmp_path: Path) -> None:
+def test_a_store_that_is_down_is_a_typed_error_not_a_local_fallback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     with FakeGemini() as server:
         worker = Worker(tmp_path / "w", server, "postgresql://unified:secret-password-123@127.0.0.1:1/sessions")
         done = worker.unified("run", "hi", "--backend", "generate-content", "--json")
@@ -126,7 +155,7 @@ def test_a_store_that_is_down_is_a_typed_error_not_a_local_fallback(tmp_path: Pa
         assert error["code"] == "session_store_unavailable"
         assert "127.0.0.1:1" in error["message"]
         assert "secret-password-123" not in done.stdout + done.stderr
-        listed = worker.unified("sessions", "list", "--backend", "generate-content")
+        listed = worker.command(capsys, monkeypatch, "sessions", "list", "--backend", "generate-content")
         assert listed.returncode != 0
         assert "cannot be reached" in listed.stdout + listed.stderr
         assert server.requests == []  # nothing ran against the model
