@@ -102,12 +102,42 @@ KEY_SHAPES = re.compile(
 )
 """Strings that are credentials by their shape alone, wherever they appear."""
 
-_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:([^@/\s]+)@")
-"""A URL carrying a password (`postgresql://user:PASSWORD@host/db`, as UNIFIED_SESSION_STORE_URL may)."""
+_URL_PASSWORD = re.compile(r"[^:/@\s]*:([^@/\s]+)@")
+"""After a URL's `scheme://` (`_url_spans`), a password (`postgresql://user:PASSWORD@host/db`, as
+UNIFIED_SESSION_STORE_URL may)."""
 
-_URL_TOKEN_USER = re.compile(rf"[A-Za-z][A-Za-z0-9+.\-]*://([^:/@\s]{{{ANYWHERE_LENGTH},}})@")
-"""A URL whose user is a token, without a password (`https://ghp_...@github.com/o/r.git`, `https://<key>@host`): a
-user name this long is none a person types (round 27: given in code, it was no secret of the run)."""
+_URL_TOKEN_USER = re.compile(rf"([^:/@\s]{{{ANYWHERE_LENGTH},}})@")
+"""After a URL's `scheme://` (`_url_spans`), a user that is a token, without a password (`https://ghp_...@github.com/o/r.git`,
+`https://<key>@host`): a user name this long is none a person types (round 27: given in code, it was no secret of the
+run)."""
+
+_SCHEME_TAIL = re.compile(r"[A-Za-z0-9+.\-]*")
+"""A URL scheme's characters, read backwards from its `://` (in the text reversed)."""
+_LETTER = re.compile(r"[A-Za-z]")
+
+
+def _url_spans(text: str, after: re.Pattern[str]) -> list[tuple[int, int]]:
+    """Where group 1 of `after` stands in each URL of `text` it matches right after `scheme://` (the scheme a letter,
+    then letters, digits, `+`, `.`, `-`), left to right, not overlapping: what `re` found with
+    `[A-Za-z][A-Za-z0-9+.\\-]*://` and `after` as one expression, found from each `://` (round 32: that expression,
+    tried at every letter of a run of them, was quadratic in it: 20,000 letters, 1.4 s; each `re` call holds the GIL).
+    Linear: each character is read by at most one scheme and one `after`, which stops at the next `://`'s `/`."""
+    spans: list[tuple[int, int]] = []
+    position = 0
+    at = text.find("://")
+    backwards = text[::-1] if at >= 0 else ""
+    size = len(text)
+    while at >= 0:
+        scheme = _SCHEME_TAIL.match(backwards, size - at, size - position)
+        first = _LETTER.search(text, at - len(scheme[0]) if scheme else at, at)
+        found = after.match(text, at + 3) if first is not None else None
+        if first is not None and found is not None:
+            spans.append(found.span(1))
+            position = found.end()
+            at = text.find("://", position)
+        else:
+            at = text.find("://", at + 1)
+    return spans
 
 _WORD = re.compile(r"\w")
 _BEFORE = (
@@ -728,35 +758,66 @@ def is_secret(name: str, value: str) -> bool:
         upper in KNOWN_SECRET_VARIABLES
         or bool(_SECRET_NAME.search(upper))
         or bool(KEY_SHAPES.search(value))
-        or bool(_URL_PASSWORD.search(value))
-        or bool(_URL_TOKEN_USER.search(value))
+        or bool(_url_spans(value, _URL_PASSWORD))
+        or bool(_url_spans(value, _URL_TOKEN_USER))
     )
 
 
 def _url_passwords(text: str) -> list[str]:
     """The passwords of the URLs in `text` long enough to be secrets (`MIN_SECRET_LENGTH`), as written and decoded,
     and the tokens standing as their user (`_URL_TOKEN_USER`)."""
-    found = [p for p in _URL_PASSWORD.findall(text) if len(p) >= MIN_SECRET_LENGTH] + _URL_TOKEN_USER.findall(text)
+    found = [text[a:b] for a, b in _url_spans(text, _URL_PASSWORD) if b - a >= MIN_SECRET_LENGTH]
+    found += [text[a:b] for a, b in _url_spans(text, _URL_TOKEN_USER)]
     # as a driver's or client's error may quote it: percent-decoded too (`Hunter2%40x` is `Hunter2@x`)
     return found + [decoded for p in found if (decoded := unquote_plus(p)) != p]
 
 
-_QUERY_SECRET_NAME = (
-    r"[^=&;#\s]*(?:key|token|secret|pass|pwd|auth|credential|signature|sig|session|jwt|bearer)[^=&;#\s]*|code"
-)
-_URL_QUERY_SECRET = re.compile(rf"[?&;#](?:{_QUERY_SECRET_NAME})=([^&;#\s'\"]+)", re.IGNORECASE)
-"""A URL's query parameter whose name says it carries a credential (`?api_key=`, `&access_token=`, `?sig=`, `?pwd=`,
-`?jwt=`, an OAuth `?code=`; after `;` and in a fragment too, `#access_token=`, as OAuth's implicit flow sends it): its
-value, as written (an HTTP client's error quotes the URL whole: `Client error '401' for url '...?token=...'`)."""
+_QUERY_WORD = re.compile(r"key|token|secret|pass|pwd|auth|credential|signature|sig|session|jwt|bearer", re.IGNORECASE)
+"""A word in a URL query parameter's name that says it carries a credential (`?api_key=`, `&access_token=`, `?sig=`,
+`?pwd=`, `?jwt=`); `code`, a name on its own (an OAuth `?code=`)."""
+_QUERY_CODE = re.compile("code", re.IGNORECASE)
+_QUERY_NAME_TAIL = re.compile(r"[^=&;#\s]*")
+"""A query parameter's name's characters, read backwards from its `=` (in the text reversed)."""
+_QUERY_VALUE = re.compile(r"[^&;#\s'\"]+")
 
 
-_QUERY_NAME = re.compile(rf"(?:{_QUERY_SECRET_NAME})", re.IGNORECASE)
+def _query_secret_spans(text: str) -> list[tuple[int, int]]:
+    """Where the value stands of each URL query parameter in `text` whose name says it carries a credential
+    (`is_secret_query`), after `?`, `&`, `;` or `#` (in a fragment too, `#access_token=`, as OAuth's implicit flow sends
+    it), as written (an HTTP client's error quotes the URL whole: `Client error '401' for url '...?token=...'`).
+    Left to right, not overlapping: what `re` found with `[?&;#](?:[^=&;#\\s]*(?:key|...)[^=&;#\\s]*|code)=([^&;#\\s'"]+)`,
+    found from each `=` (round 32: that expression was cubic in `?_?_...`, 6,000 characters took 8.5 s, the GIL held).
+    Linear: each `=` reads its name backwards to the `=` before it, and the name is searched once."""
+    spans: list[tuple[int, int]] = []
+    position = 0
+    at = text.find("=")
+    backwards = text[::-1] if at >= 0 else ""
+    size = len(text)
+    while at >= 0:
+        name = _QUERY_NAME_TAIL.match(backwards, size - at, size - position)
+        begin = at - len(name[0]) if name else at
+        # the leftmost opening a name can follow: a `&;#` before the name's characters, or a `?` among them
+        opening = begin - 1 if begin > position and text[begin - 1] in "&;#" else text.find("?", begin, at)
+        secret = opening >= 0 and (
+            _QUERY_WORD.search(text, opening + 1, at) is not None
+            or (at - 5 >= opening and text[at - 5] in "?&;#" and _QUERY_CODE.fullmatch(text, at - 4, at) is not None)
+        )
+        value = _QUERY_VALUE.match(text, at + 1) if secret else None
+        if value is not None:
+            spans.append(value.span())
+            position = value.end()
+            at = text.find("=", position)
+        else:
+            at = text.find("=", at + 1)
+    return spans
 
 
 def is_secret_query(name: str) -> bool:
-    """Whether a URL's query parameter named `name` carries a credential (`_URL_QUERY_SECRET`'s names): what a
+    """Whether a URL's query parameter named `name` carries a credential (`_query_secret_spans`' names): what a
     cassette replaces whatever its value (round 27: only `key` and `access_token` were)."""
-    return _QUERY_NAME.fullmatch(name) is not None
+    if _QUERY_CODE.fullmatch(name) is not None:
+        return True
+    return _QUERY_NAME_TAIL.fullmatch(name) is not None and _QUERY_WORD.search(name) is not None
 
 
 def is_secret_name(name: str) -> bool:
@@ -766,8 +827,8 @@ def is_secret_name(name: str) -> bool:
 
 
 def _url_query_secrets(text: str) -> list[str]:
-    """The credential values in the queries of the URLs in `text` (`_URL_QUERY_SECRET`), as written and decoded."""
-    found = [v for v in _URL_QUERY_SECRET.findall(text) if len(v) >= MIN_SECRET_LENGTH]
+    """The credential values in the queries of the URLs in `text` (`_query_secret_spans`), as written and decoded."""
+    found = [text[a:b] for a, b in _query_secret_spans(text) if b - a >= MIN_SECRET_LENGTH]
     return found + [decoded for v in found if (decoded := unquote_plus(v)) != v]
 
 
@@ -876,9 +937,9 @@ def redact_mapping(value: object) -> object:
         return type(value)(redact_mapping(item) for item in value)
     if isinstance(value, str):
         value = KEY_SHAPES.sub(REDACTED, value)
-        value = _URL_QUERY_SECRET.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED, value)
-        value = _URL_TOKEN_USER.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED + "@", value)
-        return _URL_PASSWORD.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED + "@", value)
+        value = _spliced(value, _query_secret_spans(value), 0, REDACTED)
+        value = _spliced(value, _url_spans(value, _URL_TOKEN_USER), 0, REDACTED)
+        return _spliced(value, _url_spans(value, _URL_PASSWORD), 0, REDACTED)
     return value
 
 
