@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar, cast
 from urllib.parse import unquote_plus
 
+from unified import _encoded
 from unified._environ import PerEnvironment
 
 __all__ = [
@@ -139,6 +140,7 @@ def _url_spans(text: str, after: re.Pattern[str]) -> list[tuple[int, int]]:
             at = text.find("://", at + 1)
     return spans
 
+
 _WORD = re.compile(r"\w")
 _BEFORE = (
     r"(?:(?<!\w)"  # not preceded by a letter, digit or underscore...
@@ -186,9 +188,33 @@ class Redactor:
 
     def found_in(self, text: str) -> bool:
         """Whether any secret occurs in `text`, even inside a word, in a base64 form, or written with
-        JSON `\\u` escapes: the cheap test before a replace (one substring search for the usual one
-        secret in the usual short text)."""
+        JSON `\\u` escapes, or in an encoded block (`_encoded`): the cheap test before a replace (one substring
+        search for the usual one secret in the usual short text)."""
+        return self._found_as_text(text) or (_encoded.may_hold(text) and bool(self._blocks_holding(text)))
+
+    def _found_as_text(self, text: str) -> bool:
+        """Whether a secret occurs in `text` as written, `\\u`-escaped or in a `loose` form (`found_in` but its
+        blocks)."""
         return self._exact_in(text) or (bool(self.loose) and self._loose_in(text))
+
+    def _blocks_holding(self, text: str, depth: int = 0, *, fragments: bool = False) -> list[tuple[int, int]]:
+        """Where `text`'s encoded blocks (`_encoded.decoded_blocks`: `gzip | base64`, ascii85, uuencode) stand whose
+        bytes show a secret (with `fragments`, a piece of one: a block still streaming, cut short, decodes to the
+        key's first characters), or that could not be read within their bounds (fail closed), or that hold blocks
+        more than `_NESTED_MAX` deep (gzip in base64 in gzip...: each layer is read at most that deep)."""
+        if not self.values or not _encoded.may_hold(text):
+            return []
+        return [
+            (begin, end)
+            for begin, end, decoded in _encoded.decoded_blocks(text)
+            if decoded is None
+            or self._found_as_text(decoded)
+            or (fragments and bool(self.fragment_spans(decoded)))
+            or (
+                _encoded.may_hold(decoded)
+                and (depth + 1 >= _NESTED_MAX or bool(self._blocks_holding(decoded, depth + 1, fragments=fragments)))
+            )
+        ]
 
     def _exact_in(self, text: str) -> bool:
         """Whether a secret or a form of it occurs in `text` as written, or with its JSON `\\u` escapes decoded."""
@@ -307,6 +333,9 @@ class Redactor:
         `\\u`-escaped forms and its `loose` ones too: `_compiled`, `_replace_escaped`, `_replace_loose`)."""
         if self.pattern is None:
             return text
+        blocks = self._blocks_holding(text)
+        if blocks:
+            text = _spliced(text, blocks, 0, replacement)
         text = self._replace(text, replacement)
         if self.loose and self._loose_in(text):
             text = self._replace_loose(text, replacement)
@@ -379,7 +408,8 @@ class Redactor:
         if self.pattern is None:
             return text[start:]
         spans = self.fragment_spans(text) if fragments else []
-        if not spans and not self.found_in(text):
+        spans += self._blocks_holding(text, fragments=fragments)  # one begun before `start` too
+        if not spans and not self._found_as_text(text):
             return text[start:]
         spans += [match.span() for match in self.pattern.finditer(text)]
         if self.loose and self._loose_in(text):  # a loose form begun before `start` too (round 29)
@@ -480,6 +510,8 @@ _GRAM = 8
 """The length of the pieces of the `loose` forms `Redactor._holds_loose` looks up before it searches for them."""
 _GRAMS_FROM = 64
 """A folded text this long is looked up by its pieces first (`Redactor._holds_loose`); a shorter one searched."""
+_NESTED_MAX = 3
+"""How deep `Redactor._blocks_holding` reads blocks inside blocks; one deeper still is replaced (fail closed)."""
 _XXD_TEXT = re.compile(r"([0-9A-Fa-f]{2,}(?: [0-9A-Fa-f]{2,})*) {2,}(.+)")
 """A dump line's bytes and its text column after two spaces (`xxd`); `_dump_columns` finds the framed ones."""
 _FRAMES = {"|": "|", "<": ">"}
@@ -635,6 +667,36 @@ def _base64_forms(value: str) -> list[str]:
     return forms
 
 
+_Z85 = str.maketrans(
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~",
+    "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#",
+)
+"""base85's alphabet (`base64.b85encode`, RFC 1924) to z85's (ZeroMQ): the same digits of the same groups."""
+_UU = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", "".join(map(chr, range(0x20, 0x60)))
+)
+"""base64's alphabet to uuencode's (`chr(32 + v)`; GNU writes a zero as a backquote: `_UU_ZERO`)."""
+_UU_ZERO = str.maketrans(" ", "`")
+
+
+def _base85_forms(value: str) -> list[str]:
+    """What ascii85 (`base64.a85encode`), base85 (`base64.b85encode`, git's binary patches), z85 and uuencode's lines
+    show of `value` wherever it stands in the encoded bytes (round 32): for each alignment, the characters its bytes
+    alone decide (`_base64_forms`; uuencode's are base64's, in its alphabet). Found as written: their punctuation is
+    no separator `_fold` may take out. A block of them wrapped onto lines is read decoded (`_encoded`)."""
+    data = value.encode()
+    forms: list[str] = []
+    for offset in range(4):
+        whole = slice(5 * -(-offset // 4), 5 * ((offset + len(data)) // 4))
+        a85 = base64.a85encode(b"\0" * offset + data).decode("ascii")[whole]
+        b85 = base64.b85encode(b"\0" * offset + data).decode("ascii")[whole]
+        forms += [a85, b85, b85.translate(_Z85)]
+    for core in _base64_forms(value):
+        if "-" not in core and "_" not in core:
+            forms += [core.translate(_UU), core.translate(_UU).translate(_UU_ZERO)]
+    return list(dict.fromkeys(forms))
+
+
 def _printed_forms(value: str) -> list[str]:
     """The forms one short command prints a known secret in (`tr a-z A-Z`, `rev`, `xxd -p`, `sed 's/./& /g'`,
     `fold -w1`): upper and lower case, reversed, hex (both cases), a space or a line break after every character.
@@ -721,6 +783,7 @@ def _loose_forms(values: tuple[str, ...]) -> tuple[str, ...]:
             inner = _base64_forms(value)  # a URL-safe one folds as its standard one does: only those are encoded
             outer = (form for core in inner if "-" not in core and "_" not in core for form in _base64_forms(core))
             forms = [value, value.encode().hex(), *inner, *outer, *_byte_forms(value.encode()), *_text_forms(value)]
+            forms += _base85_forms(value)
             found.update(folded for form in forms if len(folded := _fold(form)) >= _LOOSE_MIN)
     return tuple(sorted(found, key=lambda v: (-len(v), v)))
 
@@ -785,8 +848,9 @@ def _query_secret_spans(text: str) -> list[tuple[int, int]]:
     """Where the value stands of each URL query parameter in `text` whose name says it carries a credential
     (`is_secret_query`), after `?`, `&`, `;` or `#` (in a fragment too, `#access_token=`, as OAuth's implicit flow sends
     it), as written (an HTTP client's error quotes the URL whole: `Client error '401' for url '...?token=...'`).
-    Left to right, not overlapping: what `re` found with `[?&;#](?:[^=&;#\\s]*(?:key|...)[^=&;#\\s]*|code)=([^&;#\\s'"]+)`,
-    found from each `=` (round 32: that expression was cubic in `?_?_...`, 6,000 characters took 8.5 s, the GIL held).
+    Left to right, not overlapping: what `re` found with
+    `[?&;#](?:[^=&;#\\s]*(?:key|...)[^=&;#\\s]*|code)=([^&;#\\s'"]+)`, found from each `=` (round 32: that
+    expression was cubic in `?_?_...`, 6,000 characters took 8.5 s, the GIL held).
     Linear: each `=` reads its name backwards to the `=` before it, and the name is searched once."""
     spans: list[tuple[int, int]] = []
     position = 0

@@ -1,0 +1,170 @@
+"""Blocks of a text that print bytes in a form the redactor cannot read as written (round 32): compressed data in
+base64 (`gzip | base64`, `H4sI...`; zlib, bzip2 and xz too), ascii85 between `<~` and `~>` (`base64.a85encode(...,
+adobe=True)`, PostScript, PDF), and `uuencode`'s `begin 644 name` lines (`begin-base64` too). A command the model
+chooses prints a key it can read in any of them; `Redactor` decodes each block and replaces it whole when what it
+holds shows a key.
+
+Bounded: a block decodes to at most `BLOCK_MAX` bytes and one text's blocks to `BUDGET` together, so a
+decompression bomb (a megabyte of gzip that inflates to a gigabyte) costs a millisecond, not the host's memory. A
+block that cannot be read within those bounds, or whose compressed data is corrupt, is given as None: the redactor
+replaces it (fail closed: the key may be past where reading stopped, or behind the byte that broke it). The common
+text has none of the markers (`may_hold`: substring tests), and costs nothing more.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bz2
+import lzma
+import re
+import zlib
+
+__all__ = ["BLOCK_MAX", "BUDGET", "decoded_blocks", "may_hold"]
+
+BLOCK_MAX = 1 << 20
+"""The most bytes one block decodes (and decompresses) to; one that would give more is not read (None)."""
+
+BUDGET = 4 << 20
+"""The most bytes the blocks of one text decode to together; the blocks past it are not read (None)."""
+
+_COMPRESSED = ("H4sI", "eJ", "eN", "Qlpo", "/Td6WFo")
+"""How base64 of compressed data begins: gzip (1f 8b 08), zlib at its default level and the highest (78 9c, 78 da:
+`zlib.compress`, `pigz -z`), bzip2 (`BZh`), xz (fd 37 7a 58 5a 00)."""
+_SHORTEST = 40
+"""A text shorter than this holds no block that shows a key (a streamed text piece): the shortest, ascii85 of a key
+of `ANYWHERE_LENGTH` characters between `<~` and `~>`, is 29; gzip's header and trailer alone are 24 in base64."""
+
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_\-\r\n]{12,}={0,2}")
+"""A base64 run (wrapped onto lines, or URL-safe) from a marker of `_COMPRESSED` on. One quantifier: linear."""
+_BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+_UU_BEGIN = re.compile(r"begin(-base64)? [0-7]{3,4} [^\n]*\n")
+_UU_LINE = re.compile(r"[ -`]{1,62}")
+_A85_CHARS = re.compile(r"[!-uz]+")
+
+
+def may_hold(text: str) -> bool:
+    """Whether `text` may hold a block: a few substring tests (most text holds none; 4 KB of prose, 7 tests: about
+    10 us), none for a text too short to hold one."""
+    return len(text) >= _SHORTEST and (
+        "H4sI" in text
+        or "<~" in text
+        or "begin" in text
+        or "eJ" in text
+        or "eN" in text
+        or "Qlpo" in text
+        or "/Td6WFo" in text
+    )
+
+
+def decoded_blocks(text: str) -> list[tuple[int, int, str | None]]:
+    """Each block of `text` (where it begins and ends) with the bytes it decodes to as text (latin-1: a byte a
+    character, so an ASCII key reads as itself), or None when it could not be read within the bounds. Found with
+    `str.find` from each marker (a regular expression of them all took 120 us over 4 KB of prose)."""
+    found: list[tuple[int, int, bytes | None]] = []
+    budget = [BUDGET]
+    starts = set()
+    for marker in _COMPRESSED:
+        at = text.find(marker)
+        while at >= 0:
+            if not at or text[at - 1] not in _BASE64_CHARS:  # where a base64 run begins, not inside one
+                starts.add(at)
+            at = text.find(marker, at + 1)
+    end = 0
+    for at in sorted(starts):
+        run = _BASE64_RUN.match(text, at) if at >= end else None
+        if run is not None:
+            chars = run[0].rstrip("\r\n")  # the line break after the block is none of it
+            end = at + len(chars)
+            found.append((at, end, _expanded(_base64(chars), budget)))
+    at = text.find("<~")
+    while at >= 0:
+        end = text.find("~>", at + 2)
+        if end < 0:
+            break
+        found.append((at, end + 2, _expanded(_a85(text[at + 2 : end]), budget)))
+        at = text.find("<~", end + 2)
+    at = text.find("begin")
+    while at >= 0:
+        begin = _UU_BEGIN.match(text, at) if not at or text[at - 1] == "\n" else None
+        if begin is not None:
+            at, data = _uu(text, begin.end(), begin[1] is not None)
+            found.append((begin.start(), at, _expanded(data, budget)))
+        at = text.find("begin", at + 1)
+    return [(start, end, None if data is None else data.decode("latin-1")) for start, end, data in found]
+
+
+def _base64(run: str) -> bytes:
+    """The bytes of a base64 run: its line breaks out, URL-safe read as standard, cut to whole groups of four."""
+    chars = run.replace("\n", "").replace("\r", "").rstrip("=").translate(_URLSAFE)
+    return base64.b64decode(chars[: len(chars) - len(chars) % 4])
+
+
+_URLSAFE = str.maketrans("-_", "+/")
+
+
+def _a85(block: str) -> bytes | None:
+    """The bytes of an ascii85 block (white space out); empty when a character is none of ascii85's (no decoder
+    reads it: `a <~ b ~> c` in Scala), None when a decoder stops inside it (a group over 2**32, a `z` inside a group:
+    what comes before may show a key)."""
+    chars = "".join(block.split())
+    if _A85_CHARS.fullmatch(chars) is None:
+        return b""
+    try:
+        return base64.a85decode(chars)
+    except ValueError:
+        return None
+
+
+def _uu(text: str, at: int, base64_lines: bool) -> tuple[int, bytes]:
+    """Where `uuencode`'s lines that begin at `at` end (after `end`, or the first line that is none of them), and
+    their bytes; `begin-base64` (`uuencode -m`): base64 lines up to `====`."""
+    parts: list[bytes] = []
+    size = 0
+    while at < len(text) and size <= BLOCK_MAX:
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        line = text[at:end].rstrip("\r")
+        if line in ("end", "===="):
+            return min(end + 1, len(text)), b"".join(parts)
+        try:
+            part = base64.b64decode(line) if base64_lines else binascii.a2b_uu(line)
+        except (binascii.Error, ValueError):
+            break
+        if not base64_lines and _UU_LINE.fullmatch(line) is None:
+            break
+        parts.append(part)
+        size += len(part)
+        at = end + 1
+    return at, b"".join(parts)
+
+
+def _expanded(data: bytes | None, budget: list[int]) -> bytes | None:
+    """`data`, decompressed when it is gzip, zlib, bzip2 or xz, within `BLOCK_MAX` and what is left of `budget`;
+    None when it would give more, or its compressed data is corrupt (fail closed). A stream cut short gives what it
+    holds so far (a block shown before its end)."""
+    limit = min(BLOCK_MAX, budget[0])
+    if data is None or len(data) > limit:
+        return None
+    head = data[:6]
+    try:
+        if head[:2] == b"\x1f\x8b" or (head[:1] == b"\x78" and int.from_bytes(head[:2], "big") % 31 == 0):
+            inflater = zlib.decompressobj(wbits=47)  # gzip or zlib, by its header
+            out = inflater.decompress(data, limit + 1)
+            more = bool(inflater.unconsumed_tail)
+        elif head[:3] == b"BZh":
+            unbz = bz2.BZ2Decompressor()
+            out = unbz.decompress(data, limit + 1)
+            more = not unbz.eof and not unbz.needs_input
+        elif head == b"\xfd7zXZ\x00":
+            unxz = lzma.LZMADecompressor()
+            out = unxz.decompress(data, limit + 1)
+            more = not unxz.eof and not unxz.needs_input
+        else:
+            out, more = data, False
+    except (zlib.error, OSError, EOFError, lzma.LZMAError):
+        return None
+    if more or len(out) > limit:
+        return None
+    budget[0] -= len(out)
+    return out
