@@ -1,8 +1,8 @@
 """Blocks of a text that print bytes in a form the redactor cannot read as written (round 32): compressed data in
-base64 (`gzip | base64`, `H4sI...`; zlib, bzip2 and xz too), ascii85 between `<~` and `~>` (`base64.a85encode(...,
-adobe=True)`, PostScript, PDF), and `uuencode`'s `begin 644 name` lines (`begin-base64` too). A command the model
-chooses prints a key it can read in any of them; `Redactor` decodes each block and replaces it whole when what it
-holds shows a key.
+base64 (`gzip | base64`, `H4sI...`; zlib, bzip2 and xz too) or gzip in hex (`gzip | xxd -p`), ascii85 between `<~`
+and `~>` (`base64.a85encode(..., adobe=True)`, PostScript, PDF), and `uuencode`'s `begin 644 name` lines
+(`begin-base64` too). A command the model chooses prints a key it can read in any of them; `Redactor` decodes each
+block and replaces it whole when what it holds shows a key.
 
 Bounded: a block decodes to at most `BLOCK_MAX` bytes and one text's blocks to `BUDGET` together, so a
 decompression bomb (a megabyte of gzip that inflates to a gigabyte) costs a millisecond, not the host's memory. A
@@ -35,19 +35,28 @@ _SHORTEST = 40
 """A text shorter than this holds no block that shows a key (a streamed text piece): the shortest, ascii85 of a key
 of `ANYWHERE_LENGTH` characters between `<~` and `~>`, is 29; gzip's header and trailer alone are 24 in base64."""
 
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_\-\r\n]{12,}={0,2}")
-"""A base64 run (wrapped onto lines, or URL-safe) from a marker of `_COMPRESSED` on. One quantifier: linear."""
+_BASE64_RUN = re.compile(r"(?:[A-Za-z0-9+/_\-\r\n]|\\[nr]){12,}={0,2}")
+"""A base64 run from a marker of `_COMPRESSED` on: wrapped onto lines (`base64`'s 76 columns; `\\n` too, as a JSON
+string writes them: `jq -Rs`), or URL-safe. Alternatives that begin with different characters: linear."""
 _BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+_GZIP_HEX = ("1f8b08", "1F8B08")
+"""How the hex of gzip begins (`gzip | xxd -p`, `od -An -tx1` with its spaces taken out: `hexdump -ve '1/1 "%02x"'`)."""
+_HEX_RUN = re.compile(r"(?:[0-9A-Fa-f\r\n]|\\[nr]){12,}")
+_HEX_CHARS = frozenset("0123456789abcdefABCDEF")
+_BREAKS = re.compile(r"[\r\n]|\\[nr]")
+"""A line break in a run, as written or as a JSON escape."""
 _UU_BEGIN = re.compile(r"begin(-base64)? [0-7]{3,4} [^\n]*\n")
 _UU_LINE = re.compile(r"[ -`]{1,62}")
 _A85_CHARS = re.compile(r"[!-uz]+")
 
 
 def may_hold(text: str) -> bool:
-    """Whether `text` may hold a block: a few substring tests (most text holds none; 4 KB of prose, 7 tests: about
+    """Whether `text` may hold a block: a few substring tests (most text holds none; 4 KB of prose, 9 tests: about
     10 us), none for a text too short to hold one."""
     return len(text) >= _SHORTEST and (
         "H4sI" in text
+        or "1f8b08" in text
+        or "1F8B08" in text
         or "<~" in text
         or "begin" in text
         or "eJ" in text
@@ -63,20 +72,16 @@ def decoded_blocks(text: str) -> list[tuple[int, int, str | None]]:
     `str.find` from each marker (a regular expression of them all took 120 us over 4 KB of prose)."""
     found: list[tuple[int, int, bytes | None]] = []
     budget = [BUDGET]
-    starts = set()
-    for marker in _COMPRESSED:
-        at = text.find(marker)
-        while at >= 0:
-            if not at or text[at - 1] not in _BASE64_CHARS:  # where a base64 run begins, not inside one
-                starts.add(at)
-            at = text.find(marker, at + 1)
-    end = 0
-    for at in sorted(starts):
-        run = _BASE64_RUN.match(text, at) if at >= end else None
-        if run is not None:
-            chars = run[0].rstrip("\r\n")  # the line break after the block is none of it
-            end = at + len(chars)
-            found.append((at, end, _expanded(_base64(chars), budget)))
+    for markers, chars, runs, decode in _RUNS:
+        end = 0
+        for at in _starts(text, markers, chars):
+            run = runs.match(text, at) if at >= end else None
+            if run is not None:
+                block = run[0]
+                while block.endswith(("\n", "\r", "\\n", "\\r")):  # the line break after the block is none of it
+                    block = block[: -2 if block[-2:-1] == "\\" else -1]
+                end = at + len(block)
+                found.append((at, end, _expanded(decode(block), budget)))
     at = text.find("<~")
     while at >= 0:
         end = text.find("~>", at + 2)
@@ -94,10 +99,28 @@ def decoded_blocks(text: str) -> list[tuple[int, int, str | None]]:
     return [(start, end, None if data is None else data.decode("latin-1")) for start, end, data in found]
 
 
+def _starts(text: str, markers: tuple[str, ...], chars: frozenset[str]) -> list[int]:
+    """Where in `text` a marker begins a run: no character of the run's (`chars`) before it."""
+    starts: set[int] = set()
+    for marker in markers:
+        at = text.find(marker)
+        while at >= 0:
+            if not at or text[at - 1] not in chars:
+                starts.add(at)
+            at = text.find(marker, at + 1)
+    return sorted(starts)
+
+
 def _base64(run: str) -> bytes:
     """The bytes of a base64 run: its line breaks out, URL-safe read as standard, cut to whole groups of four."""
-    chars = run.replace("\n", "").replace("\r", "").rstrip("=").translate(_URLSAFE)
+    chars = _BREAKS.sub("", run).rstrip("=").translate(_URLSAFE)
     return base64.b64decode(chars[: len(chars) - len(chars) % 4])
+
+
+def _unhexed(run: str) -> bytes:
+    """The bytes of a hex run: its line breaks out, cut to whole bytes."""
+    digits = _BREAKS.sub("", run)
+    return bytes.fromhex(digits[: len(digits) - len(digits) % 2])
 
 
 _URLSAFE = str.maketrans("-_", "+/")
@@ -137,6 +160,10 @@ def _uu(text: str, at: int, base64_lines: bool) -> tuple[int, bytes]:
         size += len(part)
         at = end + 1
     return at, b"".join(parts)
+
+
+_RUNS = ((_COMPRESSED, _BASE64_CHARS, _BASE64_RUN, _base64), (_GZIP_HEX, _HEX_CHARS, _HEX_RUN, _unhexed))
+"""Each kind of run: the markers that begin one, its characters, its expression, its decoder."""
 
 
 def _expanded(data: bytes | None, budget: list[int]) -> bytes | None:

@@ -274,24 +274,25 @@ async def resolves_locally(url: str) -> str | None:
         return "its host cannot be read"
     for host in hosts:
         if host and _ip_address(host) is None:  # an address is judged as written (`local_target`)
-            reason = await _resolved_locally(host, port, _proxied(parts.scheme.lower(), host))
+            reason = await _resolved_locally(host, port, _proxied(parts.scheme.lower(), host, port))
             if reason is not None:
                 return reason
     return None
 
 
-def _proxied(scheme: str, host: str) -> bool:
-    """Whether a fetch of `host` by `scheme` goes through a proxy, which resolves the name on its own machine: a proxy
-    variable for that scheme is set (`HTTPS_PROXY` for https, `HTTP_PROXY` for http: ALL_PROXY is not counted, as not
-    every client reads it) and `NO_PROXY` does not exempt the host (round 32: with `NO_PROXY=.attacker.example`, or
-    an `http://` URL and only `HTTPS_PROXY` set, the CLI resolves the name itself, and one that did not resolve here
-    within the time ran unasked: a name server that answers late, then 127.0.0.1). Read as Python's urllib reads
-    them (`*`, a suffix with or without its dot, a port)."""
+def _proxied(scheme: str, host: str, port: int) -> bool:
+    """Whether a fetch of `host` (at `port`) by `scheme` goes through a proxy, which resolves the name on its own
+    machine: a proxy variable for that scheme is set (`HTTPS_PROXY` for https, `HTTP_PROXY` for http: ALL_PROXY is
+    not counted, as not every client reads it) and `NO_PROXY` does not exempt the host (round 32: with
+    `NO_PROXY=.attacker.example`, or an `http://` URL and only `HTTPS_PROXY` set, the CLI resolves the name itself,
+    and one that did not resolve here within the time ran unasked: a name server that answers late, then 127.0.0.1).
+    Read as Python's urllib reads them (`*`, a suffix with or without its dot, an entry with the port:
+    `NO_PROXY=slow.attacker.example:443`)."""
     import urllib.request  # only where a fetch is judged
 
     proxies = urllib.request.getproxies_environment()
     bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # in urllib since 3.x, not typeshed
-    return bool(proxies.get(scheme)) and not bypass(host, proxies)
+    return bool(proxies.get(scheme)) and not bypass(f"{host}:{port}", proxies)
 
 
 async def _resolved_locally(host: str, port: int, proxied: bool) -> str | None:

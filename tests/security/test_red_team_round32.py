@@ -47,7 +47,7 @@ from typing import Any
 
 import pytest
 
-from tests.security.test_red_team_round7 import _claude_answer
+from tests.security.test_red_team_round7 import _claude_answer, _codex_command
 from unified import _redaction, _urls
 from unified._redaction import REDACTED, SplitGuard, is_secret_query, redact_mapping, redactor
 from unified.tools import Policy, _protected
@@ -118,9 +118,9 @@ def _corpus(seed: int, count: int) -> list[str]:
 
 
 def test_the_url_scans_find_what_the_old_expressions_found() -> None:
-    """Pin of the fix: over 100,000 seeded random texts of the characters that matter, the same spans (passwords,
+    """Pin of the fix: over 50,000 seeded random texts of the characters that matter, the same spans (passwords,
     token users, query values), the same names judged secret, the same `redact_mapping`."""
-    for text in _corpus(32, 100_000):
+    for text in _corpus(32, 50_000):
         assert _redaction._url_spans(text, _redaction._URL_PASSWORD) == [m.span(1) for m in OLD_PASSWORD.finditer(text)]
         assert _redaction._url_spans(text, _redaction._URL_TOKEN_USER) == [
             m.span(1) for m in OLD_TOKEN_USER.finditer(text)
@@ -149,8 +149,8 @@ STARTS_A_PROGRAM = [
     "rg -nz x .",
     "rg --search-zip x",
     "rg --search-z x",
-    "rg --pre-glob '*.gz' --pre ./x y",
-    "rg --pre-glob=*.gz x",
+    "rg --pre-glob a.gz x",
+    "rg --pre-glob=a.gz x",
     "file -z a.gz",
     "file -bz a.gz",
     "file -Z a.gz",
@@ -165,9 +165,9 @@ STARTS_A_PROGRAM = [
 
 @pytest.mark.parametrize("command", STARTS_A_PROGRAM)
 def test_a_read_only_shape_that_starts_a_program_through_path_is_asked(command: str) -> None:
-    """SUCCEEDED before (the first ten and the last three: `--pre-glob` was asked only beside `--pre`): a decompressor
-    (`gzip`, `xz`, `zstd`, ...) or `ls` is started by its name through PATH, where a workspace folder the model wrote
-    may come first; a read-only command must start nothing."""
+    """SUCCEEDED before, each: a decompressor (`gzip`, `xz`, `zstd`, ...) or `ls` is started by its name through PATH,
+    where a folder the model may write can come first; `--pre-glob` says which files `--pre` runs on (asked beside it
+    only). A read-only command must start nothing."""
     assert not_read_only(command) is not None
 
 
@@ -197,8 +197,15 @@ def _uu(data: bytes, *, name: str = "k") -> str:
     return "\n".join([*lines, "`", "end"]) + "\n"
 
 
+Z85 = str.maketrans(
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~",
+    "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#",
+)
+
+
 def _z85(data: bytes) -> str:
-    return base64.b85encode(data).decode().translate(_redaction._Z85)
+    """ZeroMQ's z85 (RFC 32): base85's digits in its own alphabet (checked against pyzmq's `z85.encode`)."""
+    return base64.b85encode(data).decode().translate(Z85)
 
 
 FORMS = {
@@ -486,3 +493,115 @@ async def test_grep_of_a_folder_holding_a_hard_link_to_a_credential_file_is_aske
     )
     assert body["behavior"] == "deny", decision.reason
     assert ".netrc" in str(decision.reason)
+
+
+# 6. Attacks of this round on what earlier rounds did not cover
+
+
+def test_attack_gzip_in_hex_is_replaced() -> None:
+    """SUCCEEDED before: `gzip < .env | xxd -p` (the key compressed, in hex, 60 digits a line) came back whole."""
+    hexed = gzip.compress(KEYED).hex()
+    text = "\n".join(hexed[at : at + 60] for at in range(0, len(hexed), 60))
+    out = redactor({"GEMINI_API_KEY": KEY})(f"$ gzip < .env | xxd -p\n{text}\n$ done\n")
+    assert out == f"$ gzip < .env | xxd -p\n{REDACTED}\n$ done\n"
+
+
+def test_attack_gzip_base64_in_a_json_string_is_replaced() -> None:
+    """SUCCEEDED before (and before the fix of the run, after the decoder): `gzip | base64 | jq -Rs .` prints the
+    block as one JSON string, its line breaks as `\\n`: the block read up to the first escape decoded to part of the
+    key only."""
+    import json
+
+    blob = json.dumps(base64.encodebytes(gzip.compress(b"#" * 40 + KEYED)).decode())
+    out = redactor({"GEMINI_API_KEY": KEY})(f'{{"data": {blob}}}')
+    assert out.startswith('{"data": "[REDACTED]')
+
+
+async def test_attack_a_key_compressed_in_a_tool_result_reaches_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SUCCEEDED before: through the stream guard, every event a backend emits: a tool's result holding the key as
+    `gzip | base64` reached the consumer whole."""
+    from unified import ExecuteParams
+    from unified._execute import EventStream
+    from unified.events import SessionStarted, ToolResult, ToolUse
+    from unified.testing import ScriptedBackend
+
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    block = base64.encodebytes(gzip.compress(KEYED)).decode()
+    script: list[Any] = [
+        SessionStarted(backend="scripted", session_id="s1", short_id="s1", cwd="/tmp"),
+        ToolUse(tool_use_id="t1", name="run_shell_command", input={"command": "gzip < .env | base64"}),
+        ToolResult(tool_use_id="t1", output=block),
+    ]
+    async with EventStream(ExecuteParams(prompt="p", backend="scripted"), backend=ScriptedBackend(script)) as stream:
+        events = [event async for event in stream]
+    [result] = [e for e in events if isinstance(e, ToolResult)]
+    assert block.split("\n", 1)[0] not in str(result.output)
+    assert REDACTED in str(result.output)
+
+
+def test_attack_many_small_blocks_are_read_in_linear_time() -> None:
+    """Bounded: 50,000 gzip headers, each a block that ends early (no key, nothing replaced), and 100,000 `<~` with
+    no `~>`: each read once."""
+    text = "H4sIAAAAAAAAA " * 50_000 + "<~ " * 100_000
+    clean = redactor({"GEMINI_API_KEY": KEY})
+    assert clean(text) == text
+
+
+def test_attack_uuencode_with_crlf_lines_is_replaced() -> None:
+    """`uuencode` output through a Windows tool: CRLF line ends. The block is still read."""
+    out = redactor({"GEMINI_API_KEY": KEY})(_uu(KEYED).replace("\n", "\r\n"))
+    assert REDACTED in out
+    assert not any(line.startswith("M") and len(line) > 40 for line in out.splitlines())
+
+
+@pytest.mark.parametrize("query", ["#\u212aey=", "&api_\u212aey=", "?ſig=", ";SESSION_ID="])
+def test_attack_query_names_re_folded_are_still_secret(query: str) -> None:
+    """Pin of the fix: `re`'s case folding (the Kelvin sign is `k`, the long s `s`) is kept by the new scan, as the
+    old expression matched them."""
+    value = "v4lu3-0f-a-s3cr3t-t0k3n"
+    assert redact_mapping(f"https://h.example/cb{query}{value}&x=1") == f"https://h.example/cb{query}{REDACTED}&x=1"
+
+
+async def test_attack_no_proxy_naming_the_host_with_its_port_is_asked(
+    tmp_path: Path, resolver: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before (allowed behind the proxy): `NO_PROXY=slow.attacker.example:443`, an entry with the port,
+    exempts the fetch on that port, and a host-only reading missed it."""
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
+    monkeypatch.setenv("NO_PROXY", "slow.attacker.example:443")
+    body, decision = await _fetch(tmp_path, "HTTPS://slow.attacker.example/")
+    assert body["behavior"] == "deny"
+    assert "could not be resolved" in str(decision.reason)
+
+
+async def test_attack_both_readings_of_a_url_are_resolved(tmp_path: Path, resolver: dict[str, list[str]]) -> None:
+    """Pin: `http://public.example\\@rebind.attacker.example/` is one host to Node and another to urlsplit (round 30):
+    each is looked up, and the one answering 127.0.0.1 asks."""
+    resolver["public.example"] = ["93.184.215.14"]
+    resolver["rebind.attacker.example"] = ["127.0.0.1"]
+    body, decision = await _fetch(tmp_path, "http://public.example\\@rebind.attacker.example/")
+    assert body["behavior"] == "deny"
+    assert "127.0.0.1" in str(decision.reason)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["file -m ../h/.netrc a", "file --magic-file=/proc/self/environ a", "rg --ignore-file ../h/.netrc x", "rg -z x"],
+)
+async def test_attack_codex_read_only_shapes_that_read_elsewhere_are_asked(linked_ws: Path, command: str) -> None:
+    """Pin (the last SUCCEEDED before): a magic or ignore file's lines are printed in its warnings: one outside the
+    workspace is asked as any read there; `rg -z` now too, whatever it reads."""
+    actions = [{"type": "search", "command": command, "query": "x", "path": None}]
+    answer, decision = await _codex_command(linked_ws, command, linked_ws, actions)
+    assert answer == "decline", decision.reason
+
+
+async def test_attack_grep_with_a_glob_of_the_hard_link_in_a_folder(linked_ws: Path) -> None:
+    """The decision pinned (round 32): Grep of a folder is a search of a tree, judged by the credential files it may
+    hold (none here, by device and inode): a glob that narrows it to a hard link to an ordinary file is allowed, as
+    the folder's search is (asking for every such folder would refuse pnpm projects); through the same glob a hard
+    link to a credential file is asked."""
+    body, decision = await _claude_answer(linked_ws, "Grep", {"pattern": ".", "path": "docs", "glob": "notes"})
+    assert body == {"behavior": "allow"}, decision.reason
+    body, decision = await _claude_answer(linked_ws, "Grep", {"pattern": ".", "path": "keys", "glob": "n"})
+    assert body["behavior"] == "deny"
