@@ -2,12 +2,13 @@
 
 Holes (each test marked SUCCEEDED before fails on the code before its fix; HUNG before: never finished on it):
 
-- the redactor's URL scans were super-linear, each `re` call holding the GIL: `_URL_QUERY_SECRET` cubic in `?_?_...`
-  (6,000 characters: 8.5 s; 200,000 would take days), `_URL_PASSWORD` / `_URL_TOKEN_USER` quadratic in a run of
-  letters (20,000: 1.4 s), `is_secret_query` quadratic in `keykey...key `. They read option reprs, error messages,
+- the redactor's URL scans were super-linear, each `re` call holding the GIL: `_URL_QUERY_SECRET` in `?_?_...`
+  (6,000 characters: 2.3 s here, 8.5 s in round 31's measurement; four times as long for each doubling: 200,000
+  about 40 minutes), `_URL_PASSWORD` / `_URL_TOKEN_USER` quadratic in a run of letters (40,000: 3.7 s),
+  `is_secret_query` quadratic in `keykey...key ` (18,000 characters: 1.0 s). They read option reprs, error messages,
   cassette names and the host's httpx log records. Now `_redaction._url_spans`, `_query_secret_spans` and
   `is_secret_query` find the same spans with `str.find` from each `://` or `=` (no mismatch with the old expressions
-  over 100,000 seeded random texts), linear: 200,000 characters in about 0.1 s;
+  over 100,000 seeded random texts, measured; the test reads 50,000), linear: 200,000 characters in about 0.1 s;
 - Codex's read-only commands ran unasked: `rg -z` / `rg --search-zip` and `file -z` / `file -Z` start a decompressor
   found through PATH, `fd -l` starts `ls` (it is `--exec-batch ls -l`), `rg --pre-glob` chooses what `--pre` runs on.
   Now they are `unsafe` in `read_only.toml` (asked);
@@ -83,8 +84,8 @@ HOSTILE = [
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_a_hostile_text_is_scanned_for_url_secrets_in_linear_time(text: str) -> None:
-    """HUNG before: `redact_mapping` (option reprs, logs) ran the three expressions: `?_` x 100,000 for days (cubic:
-    6,000 characters took 8.5 s), a run of 200,000 letters about 2 minutes (quadratic). Now at once, no secret in it."""
+    """HUNG before: `redact_mapping` (option reprs, logs) ran the three expressions: `?_` x 100,000 about 40 minutes
+    (killed at 120 s), a run of 200,000 letters about 90 s. Now at once, no secret in it."""
     assert redact_mapping(text) == text
     assert _redaction.given_secrets({"url": text, "base_url": text}, []) == []
 
@@ -590,7 +591,9 @@ async def test_attack_both_readings_of_a_url_are_resolved(tmp_path: Path, resolv
 )
 async def test_attack_codex_read_only_shapes_that_read_elsewhere_are_asked(linked_ws: Path, command: str) -> None:
     """Pin (the last SUCCEEDED before): a magic or ignore file's lines are printed in its warnings: one outside the
-    workspace is asked as any read there; `rg -z` now too, whatever it reads."""
+    workspace is asked as any read there; `rg -z` now too, whatever it reads (the workspace without its link to a
+    credential file, which asks any search of the tree)."""
+    (linked_ws / "keys" / "n").unlink()
     actions = [{"type": "search", "command": command, "query": "x", "path": None}]
     answer, decision = await _codex_command(linked_ws, command, linked_ws, actions)
     assert answer == "decline", decision.reason
