@@ -168,30 +168,61 @@ _RUNS = ((_COMPRESSED, _BASE64_CHARS, _BASE64_RUN, _base64), (_GZIP_HEX, _HEX_CH
 
 def _expanded(data: bytes | None, budget: list[int]) -> bytes | None:
     """`data`, decompressed when it is gzip, zlib, bzip2 or xz, within `BLOCK_MAX` and what is left of `budget`;
-    None when it would give more, or its compressed data is corrupt (fail closed). A stream cut short gives what it
-    holds so far (a block shown before its end)."""
+    None when it would give more, or its bzip2 or xz data is corrupt (fail closed: their signatures are long, no
+    ordinary text begins so). A stream cut short gives what it holds so far (a block shown before its end); gzip and
+    zlib, what a streaming reader (`gzip -dc`) prints before the byte that breaks it (`_inflated`: zlib's header is two
+    base64 characters, which words begin with too, so a break is no reason to replace a block)."""
     limit = min(BLOCK_MAX, budget[0])
     if data is None or len(data) > limit:
         return None
     head = data[:6]
-    try:
-        if head[:2] == b"\x1f\x8b" or (head[:1] == b"\x78" and int.from_bytes(head[:2], "big") % 31 == 0):
-            inflater = zlib.decompressobj(wbits=47)  # gzip or zlib, by its header
-            out = inflater.decompress(data, limit + 1)
-            more = bool(inflater.unconsumed_tail)
-        elif head[:3] == b"BZh":
-            unbz = bz2.BZ2Decompressor()
-            out = unbz.decompress(data, limit + 1)
-            more = not unbz.eof and not unbz.needs_input
-        elif head == b"\xfd7zXZ\x00":
-            unxz = lzma.LZMADecompressor()
-            out = unxz.decompress(data, limit + 1)
-            more = not unxz.eof and not unxz.needs_input
-        else:
-            out, more = data, False
-    except (zlib.error, OSError, EOFError, lzma.LZMAError):
-        return None
-    if more or len(out) > limit:
+    if head[:2] == b"\x1f\x8b" or (head[:1] == b"\x78" and int.from_bytes(head[:2], "big") % 31 == 0):
+        out: bytes | None = _inflated(data, limit)
+    else:
+        try:
+            if head[:3] == b"BZh":
+                unbz = bz2.BZ2Decompressor()
+                out = unbz.decompress(data, limit + 1)
+                more = not unbz.eof and not unbz.needs_input
+            elif head == b"\xfd7zXZ\x00":
+                unxz = lzma.LZMADecompressor()
+                out = unxz.decompress(data, limit + 1)
+                more = not unxz.eof and not unxz.needs_input
+            else:
+                out, more = data, False
+        except (OSError, EOFError, lzma.LZMAError):
+            return None
+        out = None if more else out
+    if out is None or len(out) > limit:
         return None
     budget[0] -= len(out)
     return out
+
+
+_CHUNK = 4096
+"""The compressed bytes `_inflated` gives zlib at a time: a copy of its state before each (a few ms for a MiB)."""
+
+
+def _inflated(data: bytes, limit: int) -> bytes | None:
+    """gzip or zlib `data` inflated (by its header), at most `limit` bytes (None past it): on a corrupt byte, what came
+    before it (the chunk it is in read again a byte at a time from the state before the chunk)."""
+    inflater = zlib.decompressobj(wbits=47)
+    out = bytearray()
+    for at in range(0, len(data), _CHUNK):
+        before = inflater.copy()
+        try:
+            out += inflater.decompress(data[at : at + _CHUNK], limit + 1 - len(out))
+        except zlib.error:
+            for byte in range(at, min(at + _CHUNK, len(data))):
+                try:
+                    out += before.decompress(data[byte : byte + 1], limit + 1 - len(out))
+                except zlib.error:
+                    break
+                if len(out) > limit or before.unconsumed_tail:
+                    return None
+            break
+        if len(out) > limit or inflater.unconsumed_tail:
+            return None
+        if inflater.eof:
+            break
+    return bytes(out)

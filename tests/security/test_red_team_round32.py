@@ -24,8 +24,10 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix; HUNG 
 
 Pins (held before and after): a name answering a public address first and 127.0.0.1 second (a resolver the test
 controls: `socket.getaddrinfo` patched) is asked; Claude Code's Grep of a folder holding a hard link to an ordinary file
-is allowed (a pnpm `node_modules` is full of them: no false refusal), of the hard link itself asked (round 26), and of a
-folder holding a hard link to a credential file asked (by device and inode: rounds 18-20).
+is allowed, a `glob` narrowing it to the link too (a pnpm `node_modules` or uv `.venv` is full of them, past what
+`.gitignore` hides from a walk: round 28 measured 4,157 of 24,750 entries in one checkout; asking would refuse every
+such project), of the hard link itself asked (round 26), and of a folder holding a hard link to a credential file asked
+(by device and inode: rounds 18-20): no credential is read through a link, an ordinary file's other name may be.
 
 Where unified itself connects (the API backends' base URLs, MCP servers, the proxy forwarder's upstream) the URL is the
 caller's, never a model's: nothing there is decided by a host a model chose, so there is no address to pin.
@@ -275,6 +277,7 @@ ORDINARY = [
     pytest.param("begin\n  x := 1;\nend;\n" + "a" * 100, id="pascal-begin"),
     pytest.param("begin 644 notes\nthis line is no uuencode at all, only words\nend\n", id="uuencode-lookalike"),
     pytest.param("typeName = eNvironment.getName(); // eJect H4sIsland " * 4, id="markers-in-words"),
+    pytest.param("see eJzebraStripesAreNiceToSeeInTheWild and more words here\n", id="zlib-header-in-a-word"),
     pytest.param(base64.a85encode(b"plain bytes, no key " * 10, adobe=True).decode(), id="ascii85-no-key"),
 ]
 
@@ -329,8 +332,8 @@ def test_blocks_nested_past_the_depth_are_replaced() -> None:
 
 
 def test_a_corrupt_or_overflowing_block_is_replaced() -> None:
-    """Fail closed: compressed data that breaks after the key, and an ascii85 group past 2**32, cannot be read whole
-    (a decoder stops there, after printing what came before): the block is replaced."""
+    """gzip that breaks after the key is read up to the break (what `gzip -dc` prints before it fails), and an ascii85
+    group past 2**32 cannot be read whole (fail closed): each block is replaced."""
     broken = bytearray(gzip.compress(KEYED * 50))
     broken[-12:-8] = b"\xff\xff\xff\xff"  # the deflate stream's end, then a CRC that does not match
     clean = redactor({"GEMINI_API_KEY": KEY})
