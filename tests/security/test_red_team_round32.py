@@ -10,8 +10,12 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix; HUNG 
   `is_secret_query` find the same spans with `str.find` from each `://` or `=` (no mismatch with the old expressions
   over 100,000 seeded random texts, measured; the test reads 50,000), linear: 200,000 characters in about 0.1 s;
 - Codex's read-only commands ran unasked: `rg -z` / `rg --search-zip` and `file -z` / `file -Z` start a decompressor
-  found through PATH, `fd -l` starts `ls` (it is `--exec-batch ls -l`), `rg --pre-glob` chooses what `--pre` runs on.
-  Now they are `unsafe` in `read_only.toml` (asked);
+  found through PATH, `fd -l` starts `ls` (it is `--exec-batch ls -l`). Now they are `unsafe` in `read_only.toml`
+  (asked). Looked at and left: `rg --pre-glob` alone runs nothing; `git -c`/`--config-env`, `less`, `tar`, `diff` are
+  no read-only programs (asked already); `sort --compress-program`, `find -exec`/`-fprintf` were `unsafe` already;
+  Claude Code's Bash and unified's own `run_shell_command` have no read-only shortcut (every command is put to the
+  policy, and under an allow rule the protected-path check asks `rg --pre`, `sort --compress-program`, `tar -I`,
+  `git -c`, `fd -x`, `man -P`);
 - a key printed compressed in base64 (`gzip | base64`, `H4sI...`; zlib, bzip2, xz), in ascii85 (`<~...~>`, or bare:
   `python -c 'base64.a85encode(...)'`), base85, z85, or uuencoded (`begin 644 k`, `begin-base64`) reached the tool's
   result and the events whole. Now `_encoded` decodes each block (at most 1 MiB a block, 4 MiB a text: a
@@ -152,8 +156,6 @@ STARTS_A_PROGRAM = [
     "rg -nz x .",
     "rg --search-zip x",
     "rg --search-z x",
-    "rg --pre-glob a.gz x",
-    "rg --pre-glob=a.gz x",
     "file -z a.gz",
     "file -bz a.gz",
     "file -Z a.gz",
@@ -169,8 +171,7 @@ STARTS_A_PROGRAM = [
 @pytest.mark.parametrize("command", STARTS_A_PROGRAM)
 def test_a_read_only_shape_that_starts_a_program_through_path_is_asked(command: str) -> None:
     """SUCCEEDED before, each: a decompressor (`gzip`, `xz`, `zstd`, ...) or `ls` is started by its name through PATH,
-    where a folder the model may write can come first; `--pre-glob` says which files `--pre` runs on (asked beside it
-    only). A read-only command must start nothing."""
+    where a folder the model may write can come first. A read-only command must start nothing."""
     assert not_read_only(command) is not None
 
 
@@ -183,9 +184,13 @@ def test_programs_read_only_does_not_list_stay_asked(command: str) -> None:
     assert not_read_only(command) is not None
 
 
-@pytest.mark.parametrize("command", ["rg -n x", "rg -S --hidden x .", "file a.gz", "file -b a", "fd -H x", "fd -e py"])
+@pytest.mark.parametrize(
+    "command",
+    ["rg -n x", "rg -S --hidden x .", "rg --pre-glob a.gz x", "file a.gz", "file -b a", "fd -H x", "fd -e py"],
+)
 def test_their_plain_reads_stay_unasked(command: str) -> None:
-    """Pin: the same programs reading only run unasked."""
+    """Pin: the same programs reading only run unasked; `--pre-glob` alone too (it says which files `--pre` runs on,
+    and runs nothing without it: `tests/tools/test_read_only.py` holds it a read; beside `--pre`, `--pre` is asked)."""
     assert not_read_only(command) is None
 
 
