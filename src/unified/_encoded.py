@@ -102,10 +102,12 @@ def decoded_blocks(text: str) -> list[tuple[int, int, str | None]]:
     at = text.find("begin")
     while at >= 0:
         begin = _UU_BEGIN.match(text, at) if not at or text[at - 1] == "\n" else None
-        if begin is not None:
-            at, data = _uu(text, begin.end(), begin[1] is not None)
-            found.append((begin.start(), at, _expanded(data, budget)))
-        at = text.find("begin", at + 1)
+        if begin is None:
+            at = text.find("begin", at + 1)
+            continue
+        end, data = _uu(text, begin.end(), begin[1] is not None)
+        found.append((at, end, _expanded(data, budget)))
+        at = text.find("begin", max(end, at + 1))  # another may begin the line after this one's `end`
     return [(start, end, None if data is None else data.decode("latin-1")) for start, end, data in found]
 
 

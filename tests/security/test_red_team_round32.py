@@ -556,6 +556,14 @@ def test_attack_many_small_blocks_are_read_in_linear_time() -> None:
     assert clean(text) == text
 
 
+def test_attack_two_uuencoded_blocks_in_a_row_are_both_replaced() -> None:
+    """A second `uuencode` block right after the first one's `end` (a fix of this round: the search for the next
+    `begin` started past where the first ended, and passed it by)."""
+    out = redactor({"GEMINI_API_KEY": KEY})(_uu(b"nothing at all, a plain file\n" * 3) + _uu(KEYED, name="env"))
+    assert out.startswith("begin 644 k\n")
+    assert out.endswith(REDACTED)
+
+
 def test_attack_uuencode_with_crlf_lines_is_replaced() -> None:
     """`uuencode` output through a Windows tool: CRLF line ends. The block is still read."""
     out = redactor({"GEMINI_API_KEY": KEY})(_uu(KEYED).replace("\n", "\r\n"))
