@@ -708,9 +708,11 @@ def _printed_forms(value: str) -> list[str]:
     little-endian words (`_byte_forms`: `od -tu1`, `od -b`, `od -x`, `hexdump`, `xxd -i`, HTML entities, C escapes).
     Since round 30 also 16- to 64-bit words (`od -d`, `od -o`, `od -tx4`, `od -tx8`, `od -D`, `od -l`), rot13,
     base32, reversed and wrapped, UTF-16 (`_byte_forms`, `_text_forms`), and `xxd` with its lines joined
-    (`_dump_lines`). Not caught (measured): compression, ascii85, z85, uuencode, other ciphers and encodings of
-    encodings: a command the model chooses can always print a secret it can read in a form no redactor knows; what
-    keeps it safe is that the model's commands cannot read it (the child's environment, `hide_host_environment`)."""
+    (`_dump_lines`). Since round 32 also ascii85, base85, z85 and uuencode (`_base85_forms`), and compressed or
+    encoded blocks decoded (`_encoded`). Not caught (measured): zlib at its low levels, zip, other ciphers and
+    encodings of encodings: a command the model chooses can always print a secret it can read in a form no redactor
+    knows; what keeps it safe is that the model's commands cannot read it (the child's environment,
+    `hide_host_environment`)."""
     hexed = value.encode().hex()
     return [value.upper(), value.lower(), value[::-1], hexed, hexed.upper(), " ".join(value), "\n".join(value)]
 
