@@ -26,6 +26,9 @@ BLOCK_MAX = 1 << 20
 BUDGET = 4 << 20
 """The most bytes the blocks of one text decode to together; the blocks past it are not read (None)."""
 
+_CHARS_MAX = 2 * BLOCK_MAX
+"""A block longer than this decodes to more than `BLOCK_MAX` in any of its encodings: not decoded at all (None)."""
+
 _COMPRESSED = ("H4sI", "eJ", "eN", "Qlpo", "/Td6WFo")
 """How base64 of compressed data begins: gzip (1f 8b 08), zlib at its default level and the highest (78 9c, 78 da:
 `zlib.compress`, `pigz -z`), bzip2 (`BZh`), xz (fd 37 7a 58 5a 00)."""
@@ -91,13 +94,14 @@ def decoded_blocks(text: str) -> list[tuple[int, int, str | None]]:
                 while block.endswith(("\n", "\r", "\\n", "\\r")):  # the line break after the block is none of it
                     block = block[: -2 if block[-2:-1] == "\\" else -1]
                 end = at + len(block)
-                found.append((at, end, _expanded(decode(block), budget)))
+                found.append((at, end, _expanded(decode(block) if len(block) <= _CHARS_MAX else None, budget)))
     at = text.find("<~")
     while at >= 0:
         end = text.find("~>", at + 2)
         if end < 0:
             break
-        found.append((at, end + 2, _expanded(_a85(text[at + 2 : end]), budget)))
+        data = _a85(text[at + 2 : end]) if end - at <= _CHARS_MAX else None
+        found.append((at, end + 2, _expanded(data, budget)))
         at = text.find("<~", end + 2)
     at = text.find("begin")
     while at >= 0:

@@ -548,6 +548,35 @@ async def test_attack_a_key_compressed_in_a_tool_result_reaches_no_event(monkeyp
     assert REDACTED in str(result.output)
 
 
+async def test_attack_a_key_compressed_in_a_tool_call_s_input_reaches_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SUCCEEDED before: the model writes the key it read, compressed, into a file (`write_file`'s content): the
+    `tool_use` event's input showed it whole."""
+    from unified import ExecuteParams
+    from unified._execute import EventStream
+    from unified.events import SessionStarted, ToolUse
+    from unified.testing import ScriptedBackend
+
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    block = base64.b64encode(zlib.compress(KEYED)).decode()
+    script: list[Any] = [
+        SessionStarted(backend="scripted", session_id="s1", short_id="s1", cwd="/tmp"),
+        ToolUse(tool_use_id="t1", name="write_file", input={"file_path": "x.txt", "content": f"data = '{block}'\n"}),
+    ]
+    async with EventStream(ExecuteParams(prompt="p", backend="scripted"), backend=ScriptedBackend(script)) as stream:
+        events = [event async for event in stream]
+    [use] = [e for e in events if isinstance(e, ToolUse)]
+    assert use.input == {"file_path": "x.txt", "content": f"data = '{REDACTED}'\n"}
+
+
+def test_attack_a_long_block_is_read_in_linear_time() -> None:
+    """Bounded (fail closed): a zlib header then 3 MB of base64, and a `<~` block of 3 MB, each longer than any block
+    of `_encoded.BLOCK_MAX`: not decoded at all (ascii85's decoder is Python, 1 s a MB), replaced."""
+    run = "eJw" + "A" * 3_000_000
+    a85 = "<~" + "!" * 3_000_000 + "~>"
+    clean = redactor({"GEMINI_API_KEY": KEY})
+    assert clean(f"{run}\n{a85}") == REDACTED + "\n" + REDACTED
+
+
 def test_attack_many_small_blocks_are_read_in_linear_time() -> None:
     """Bounded: 50,000 gzip headers, each a block that ends early (no key, nothing replaced), and 100,000 `<~` with
     no `~>`: each read once."""
