@@ -2,13 +2,14 @@
 
 Holes (each test marked SUCCEEDED before fails on the code before its fix; HUNG before: never finished on it):
 
-- the redactor's URL scans were super-linear, each `re` call holding the GIL: `_URL_QUERY_SECRET` in `?_?_...`
-  (6,000 characters: 2.3 s here, 8.5 s in round 31's measurement; four times as long for each doubling: 200,000
-  about 40 minutes), `_URL_PASSWORD` / `_URL_TOKEN_USER` quadratic in a run of letters (40,000: 3.7 s),
-  `is_secret_query` quadratic in `keykey...key ` (18,000 characters: 1.0 s). They read option reprs, error messages,
-  cassette names and the host's httpx log records. Now `_redaction._url_spans`, `_query_secret_spans` and
-  `is_secret_query` find the same spans with `str.find` from each `://` or `=` (no mismatch with the old expressions
-  over 100,000 seeded random texts, measured; the test reads 50,000), linear: 200,000 characters in about 0.1 s;
+- the redactor's URL scans were super-linear, each `re` call holding the GIL (measured at 10,000 and 20,000
+  characters, four or five times as long for each doubling): `_URL_QUERY_SECRET` in `?_?_...` (20,000 characters:
+  42 s; 8.5 s for 6,000 in round 31's measurement) and in `???...` (20,000: 74 s), `_URL_PASSWORD` /
+  `_URL_TOKEN_USER` in a run of letters (20,000: 2.5 s), `is_secret_query` in `keykey...key ` (72,000: 21 s). They
+  read option reprs, error messages, cassette names and the host's httpx log records. Now `_redaction._url_spans`,
+  `_query_secret_spans` and `is_secret_query` find the same spans with `str.find` from each `://` or `=` (no mismatch
+  with the old expressions over 100,000 seeded random texts, measured; the test reads 50,000), linear: 200,000
+  characters in about 0.1 s;
 - Codex's read-only commands ran unasked: `rg -z` / `rg --search-zip` and `file -z` / `file -Z` start a decompressor
   found through PATH, `fd -l` starts `ls` (it is `--exec-batch ls -l`). Now they are `unsafe` in `read_only.toml`
   (asked). Looked at and left: `rg --pre-glob` alone runs nothing; `git -c`/`--config-env`, `less`, `tar`, `diff` are
@@ -16,15 +17,18 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix; HUNG 
   Claude Code's Bash and unified's own `run_shell_command` have no read-only shortcut (every command is put to the
   policy, and under an allow rule the protected-path check asks `rg --pre`, `sort --compress-program`, `tar -I`,
   `git -c`, `fd -x`, `man -P`);
-- a key printed compressed in base64 (`gzip | base64`, `H4sI...`; zlib, bzip2, xz), in ascii85 (`<~...~>`, or bare:
-  `python -c 'base64.a85encode(...)'`), base85, z85, or uuencoded (`begin 644 k`, `begin-base64`) reached the tool's
-  result and the events whole. Now `_encoded` decodes each block (at most 1 MiB a block, 4 MiB a text: a
-  decompression bomb is replaced, not inflated; one that cannot be read is replaced: fail closed), and the bare
-  base85 forms are `loose` forms;
+- a key printed compressed in base64 (`gzip | base64`, `H4sI...`; zlib, bzip2, xz; wrapped, URL-safe, or in a JSON
+  string), gzip in hex (`gzip | xxd -p`), in ascii85 (`<~...~>`, or bare: `python -c 'base64.a85encode(...)'`),
+  base85, z85, or uuencoded (`begin 644 k`, `begin-base64`) reached the tool's result and the events whole, and
+  streamed in pieces (`tool_progress`) no piece held it as written. Now `_encoded` decodes each block (at most 1 MiB a
+  block, 4 MiB a text: a decompression bomb is replaced, not inflated; one that cannot be read within those bounds is
+  replaced: fail closed; gzip read up to a corrupt byte, as `gzip -dc` prints), a stream's blocks are replaced once
+  they decode to a piece of the key, and the bare base85 forms are `loose` forms. Cost (best of 9, old and new in one
+  process, load ~9): `found_in` of 4 KB of prose 25 -> 34 us, of code 51 -> 61 us, a 47-character delta 2.5 -> 3.3 us;
 - Claude Code's WebFetch of a name that did not resolve here within the time ran unasked whenever ANY proxy variable
   was set, though the CLI fetches it without that proxy (the name in `NO_PROXY`, or an `http://` URL with only
   `HTTPS_PROXY`): resolving it itself, to whatever a slow name server answers then (127.0.0.1). Now only a proxy for
-  the URL's scheme that does not exempt the host counts (`_urls._proxied`).
+  the URL's scheme that does not exempt the host counts (`_urls._proxied`, which reads an entry with the port too).
 
 Pins (held before and after): a name answering a public address first and 127.0.0.1 second (a resolver the test
 controls: `socket.getaddrinfo` patched) is asked; Claude Code's Grep of a folder holding a hard link to an ordinary file
@@ -79,9 +83,11 @@ SIZE = 200_000
 HOSTILE = [
     pytest.param("?_" * (SIZE // 2), id="query-marks"),
     pytest.param("?" * SIZE, id="question-marks"),
-    pytest.param("&key" * (SIZE // 4) + "x", id="key-names-without-value"),
     pytest.param("a" * SIZE, id="letters"),
     pytest.param("a" * SIZE + "://" + "b" * SIZE, id="letters-scheme-letters"),
+]
+LINEAR_ALREADY = [
+    pytest.param("&key" * (SIZE // 4) + "x", id="key-names-without-value"),
     pytest.param("a://" * (SIZE // 4), id="schemes"),
     pytest.param("x://" + ":" * SIZE, id="colons"),
     pytest.param("=" * SIZE, id="equals"),
@@ -90,16 +96,32 @@ HOSTILE = [
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_a_hostile_text_is_scanned_for_url_secrets_in_linear_time(text: str) -> None:
-    """HUNG before: `redact_mapping` (option reprs, logs) ran the three expressions: `?_` x 100,000 about 40 minutes
-    (killed at 120 s), a run of 200,000 letters about 90 s. Now at once, no secret in it."""
+    """HUNG before: `redact_mapping` (option reprs, logs) ran the three expressions, super-linear in each (measured at
+    10,000 and 20,000 characters, four or five times as long for each doubling): `?_` x 100,000 about an hour (killed
+    at 120 s), 200,000 `?` hours, 200,000 letters about 4 minutes. Now at once, no secret in it."""
     assert redact_mapping(text) == text
     assert _redaction.given_secrets({"url": text, "base_url": text}, []) == []
 
 
-@pytest.mark.parametrize("name", ["key" * (SIZE // 3) + " ", "_" * SIZE + "key" + "&", "k" * SIZE])
+@pytest.mark.parametrize("text", LINEAR_ALREADY)
+def test_shapes_the_old_scans_read_in_linear_time_stay_so(text: str) -> None:
+    """Pin: the shapes next to them, which the old expressions read in a few ms, stay linear in the new scans (a run
+    of `://`, of `:`, of `=`, of names with no value)."""
+    assert redact_mapping(text) == text
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("key" * (SIZE // 3) + " ", id="keys-then-space"),
+        pytest.param("_" * SIZE + "key" + "&", id="pin-underscores"),
+        pytest.param("k" * SIZE, id="pin-letters"),
+    ],
+)
 def test_a_hostile_query_name_is_judged_in_linear_time(name: str) -> None:
-    """HUNG before (the first: `keykey...key ` backtracked once per `key`, quadratic): `is_secret_query` decides what
-    a cassette replaces. None of them is a credential's (a space or `&` in the name, or no word of one)."""
+    """HUNG before (the first: `keykey...key ` backtracked once per `key`, quadratic: 72,000 characters took 21 s,
+    200,000 about three minutes; the two pins were linear): `is_secret_query` decides what a cassette replaces. None
+    of them is a credential's name (a space or `&` in it, or no word of one)."""
     assert not is_secret_query(name)
 
 
