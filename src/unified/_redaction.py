@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar, cast
 from urllib.parse import unquote_plus
 
+from unified import _encoded
 from unified._environ import PerEnvironment
 
 __all__ = [
@@ -102,12 +103,44 @@ KEY_SHAPES = re.compile(
 )
 """Strings that are credentials by their shape alone, wherever they appear."""
 
-_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:([^@/\s]+)@")
-"""A URL carrying a password (`postgresql://user:PASSWORD@host/db`, as UNIFIED_SESSION_STORE_URL may)."""
+_URL_PASSWORD = re.compile(r"[^:/@\s]*:([^@/\s]+)@")
+"""After a URL's `scheme://` (`_url_spans`), a password (`postgresql://user:PASSWORD@host/db`, as
+UNIFIED_SESSION_STORE_URL may)."""
 
-_URL_TOKEN_USER = re.compile(rf"[A-Za-z][A-Za-z0-9+.\-]*://([^:/@\s]{{{ANYWHERE_LENGTH},}})@")
-"""A URL whose user is a token, without a password (`https://ghp_...@github.com/o/r.git`, `https://<key>@host`): a
-user name this long is none a person types (round 27: given in code, it was no secret of the run)."""
+_URL_TOKEN_USER = re.compile(rf"([^:/@\s]{{{ANYWHERE_LENGTH},}})@")
+"""After a URL's `scheme://` (`_url_spans`), a user that is a token, without a password (`https://ghp_...@github.com/o/r.git`,
+`https://<key>@host`): a user name this long is none a person types (round 27: given in code, it was no secret of the
+run)."""
+
+_SCHEME_TAIL = re.compile(r"[A-Za-z0-9+.\-]*")
+"""A URL scheme's characters, read backwards from its `://` (in the text reversed)."""
+_LETTER = re.compile(r"[A-Za-z]")
+
+
+def _url_spans(text: str, after: re.Pattern[str]) -> list[tuple[int, int]]:
+    """Where group 1 of `after` stands in each URL of `text` it matches right after `scheme://` (the scheme a letter,
+    then letters, digits, `+`, `.`, `-`), left to right, not overlapping: what `re` found with
+    `[A-Za-z][A-Za-z0-9+.\\-]*://` and `after` as one expression, found from each `://` (round 32: that expression,
+    tried at every letter of a run of them, was quadratic in it: 20,000 letters, 1.4 to 2.5 s; each `re` call holds the
+    GIL).
+    Linear: each character is read by at most one scheme and one `after`, which stops at the next `://`'s `/`."""
+    spans: list[tuple[int, int]] = []
+    position = 0
+    at = text.find("://")
+    backwards = text[::-1] if at >= 0 else ""
+    size = len(text)
+    while at >= 0:
+        scheme = _SCHEME_TAIL.match(backwards, size - at, size - position)
+        first = _LETTER.search(text, at - len(scheme[0]) if scheme else at, at)
+        found = after.match(text, at + 3) if first is not None else None
+        if first is not None and found is not None:
+            spans.append(found.span(1))
+            position = found.end()
+            at = text.find("://", position)
+        else:
+            at = text.find("://", at + 1)
+    return spans
+
 
 _WORD = re.compile(r"\w")
 _BEFORE = (
@@ -156,9 +189,33 @@ class Redactor:
 
     def found_in(self, text: str) -> bool:
         """Whether any secret occurs in `text`, even inside a word, in a base64 form, or written with
-        JSON `\\u` escapes: the cheap test before a replace (one substring search for the usual one
-        secret in the usual short text)."""
+        JSON `\\u` escapes, or in an encoded block (`_encoded`): the cheap test before a replace (one substring
+        search for the usual one secret in the usual short text)."""
+        return self._found_as_text(text) or (_encoded.may_hold(text) and bool(self._blocks_holding(text)))
+
+    def _found_as_text(self, text: str) -> bool:
+        """Whether a secret occurs in `text` as written, `\\u`-escaped or in a `loose` form (`found_in` but its
+        blocks)."""
         return self._exact_in(text) or (bool(self.loose) and self._loose_in(text))
+
+    def _blocks_holding(self, text: str, depth: int = 0, *, fragments: bool = False) -> list[tuple[int, int]]:
+        """Where `text`'s encoded blocks (`_encoded.decoded_blocks`: `gzip | base64`, ascii85, uuencode) stand whose
+        bytes show a secret (with `fragments`, a piece of one: a block still streaming, cut short, decodes to the
+        key's first characters), or that could not be read within their bounds (fail closed), or that hold blocks
+        more than `_NESTED_MAX` deep (gzip in base64 in gzip...: each layer is read at most that deep)."""
+        if not self.values or not _encoded.may_hold(text):
+            return []
+        return [
+            (begin, end)
+            for begin, end, decoded in _encoded.decoded_blocks(text)
+            if decoded is None
+            or self._found_as_text(decoded)
+            or (fragments and bool(self.fragment_spans(decoded)))
+            or (
+                _encoded.may_hold(decoded)
+                and (depth + 1 >= _NESTED_MAX or bool(self._blocks_holding(decoded, depth + 1, fragments=fragments)))
+            )
+        ]
 
     def _exact_in(self, text: str) -> bool:
         """Whether a secret or a form of it occurs in `text` as written, or with its JSON `\\u` escapes decoded."""
@@ -277,6 +334,9 @@ class Redactor:
         `\\u`-escaped forms and its `loose` ones too: `_compiled`, `_replace_escaped`, `_replace_loose`)."""
         if self.pattern is None:
             return text
+        blocks = self._blocks_holding(text)
+        if blocks:
+            text = _spliced(text, blocks, 0, replacement)
         text = self._replace(text, replacement)
         if self.loose and self._loose_in(text):
             text = self._replace_loose(text, replacement)
@@ -349,7 +409,8 @@ class Redactor:
         if self.pattern is None:
             return text[start:]
         spans = self.fragment_spans(text) if fragments else []
-        if not spans and not self.found_in(text):
+        spans += self._blocks_holding(text, fragments=fragments)  # one begun before `start` too
+        if not spans and not self._found_as_text(text):
             return text[start:]
         spans += [match.span() for match in self.pattern.finditer(text)]
         if self.loose and self._loose_in(text):  # a loose form begun before `start` too (round 29)
@@ -450,6 +511,8 @@ _GRAM = 8
 """The length of the pieces of the `loose` forms `Redactor._holds_loose` looks up before it searches for them."""
 _GRAMS_FROM = 64
 """A folded text this long is looked up by its pieces first (`Redactor._holds_loose`); a shorter one searched."""
+_NESTED_MAX = 3
+"""How deep `Redactor._blocks_holding` reads blocks inside blocks; one deeper still is replaced (fail closed)."""
 _XXD_TEXT = re.compile(r"([0-9A-Fa-f]{2,}(?: [0-9A-Fa-f]{2,})*) {2,}(.+)")
 """A dump line's bytes and its text column after two spaces (`xxd`); `_dump_columns` finds the framed ones."""
 _FRAMES = {"|": "|", "<": ">"}
@@ -605,6 +668,38 @@ def _base64_forms(value: str) -> list[str]:
     return forms
 
 
+_Z85 = str.maketrans(
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~",
+    "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#",
+)
+"""base85's alphabet (`base64.b85encode`, RFC 1924) to z85's (ZeroMQ): the same digits of the same groups."""
+_UU = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", "".join(map(chr, range(0x20, 0x60)))
+)
+"""base64's alphabet to uuencode's (`chr(32 + v)`; GNU writes a zero as a backquote: `_UU_ZERO`)."""
+_UU_ZERO = str.maketrans(" ", "`")
+
+
+def _base85_forms(value: str) -> list[str]:
+    """What ascii85 (`base64.a85encode`), base85 (`base64.b85encode`, git's binary patches), z85 and uuencode's lines
+    show of `value` wherever it stands in the encoded bytes (round 32): for each alignment, the characters its bytes
+    alone decide (`_base64_forms`; uuencode's are base64's, in its alphabet). `loose` forms (`_loose_forms`): folded,
+    their letters and digits alone are still 30 characters and more of a key's, found wrapped or re-cased too, at no
+    cost a form of its own in the one pass would add (16 more literals there doubled `found_in` of 4 KB). A block
+    between `<~` and `~>`, or of `uuencode`'s lines, is read decoded too (`_encoded`)."""
+    data = value.encode()
+    forms: list[str] = []
+    for offset in range(4):
+        whole = slice(5 * -(-offset // 4), 5 * ((offset + len(data)) // 4))
+        a85 = base64.a85encode(b"\0" * offset + data).decode("ascii")[whole]
+        b85 = base64.b85encode(b"\0" * offset + data).decode("ascii")[whole]
+        forms += [a85, b85, b85.translate(_Z85)]
+    for core in _base64_forms(value):
+        if "-" not in core and "_" not in core:
+            forms += [core.translate(_UU), core.translate(_UU).translate(_UU_ZERO)]
+    return list(dict.fromkeys(forms))
+
+
 def _printed_forms(value: str) -> list[str]:
     """The forms one short command prints a known secret in (`tr a-z A-Z`, `rev`, `xxd -p`, `sed 's/./& /g'`,
     `fold -w1`): upper and lower case, reversed, hex (both cases), a space or a line break after every character.
@@ -616,9 +711,11 @@ def _printed_forms(value: str) -> list[str]:
     little-endian words (`_byte_forms`: `od -tu1`, `od -b`, `od -x`, `hexdump`, `xxd -i`, HTML entities, C escapes).
     Since round 30 also 16- to 64-bit words (`od -d`, `od -o`, `od -tx4`, `od -tx8`, `od -D`, `od -l`), rot13,
     base32, reversed and wrapped, UTF-16 (`_byte_forms`, `_text_forms`), and `xxd` with its lines joined
-    (`_dump_lines`). Not caught (measured): compression, ascii85, z85, uuencode, other ciphers and encodings of
-    encodings: a command the model chooses can always print a secret it can read in a form no redactor knows; what
-    keeps it safe is that the model's commands cannot read it (the child's environment, `hide_host_environment`)."""
+    (`_dump_lines`). Since round 32 also ascii85, base85, z85 and uuencode (`_base85_forms`), and compressed or
+    encoded blocks decoded (`_encoded`). Not caught (measured): zlib at its low levels, zip, other ciphers and
+    encodings of encodings: a command the model chooses can always print a secret it can read in a form no redactor
+    knows; what keeps it safe is that the model's commands cannot read it (the child's environment,
+    `hide_host_environment`)."""
     hexed = value.encode().hex()
     return [value.upper(), value.lower(), value[::-1], hexed, hexed.upper(), " ".join(value), "\n".join(value)]
 
@@ -691,6 +788,7 @@ def _loose_forms(values: tuple[str, ...]) -> tuple[str, ...]:
             inner = _base64_forms(value)  # a URL-safe one folds as its standard one does: only those are encoded
             outer = (form for core in inner if "-" not in core and "_" not in core for form in _base64_forms(core))
             forms = [value, value.encode().hex(), *inner, *outer, *_byte_forms(value.encode()), *_text_forms(value)]
+            forms += _base85_forms(value)
             found.update(folded for form in forms if len(folded := _fold(form)) >= _LOOSE_MIN)
     return tuple(sorted(found, key=lambda v: (-len(v), v)))
 
@@ -728,35 +826,67 @@ def is_secret(name: str, value: str) -> bool:
         upper in KNOWN_SECRET_VARIABLES
         or bool(_SECRET_NAME.search(upper))
         or bool(KEY_SHAPES.search(value))
-        or bool(_URL_PASSWORD.search(value))
-        or bool(_URL_TOKEN_USER.search(value))
+        or bool(_url_spans(value, _URL_PASSWORD))
+        or bool(_url_spans(value, _URL_TOKEN_USER))
     )
 
 
 def _url_passwords(text: str) -> list[str]:
     """The passwords of the URLs in `text` long enough to be secrets (`MIN_SECRET_LENGTH`), as written and decoded,
     and the tokens standing as their user (`_URL_TOKEN_USER`)."""
-    found = [p for p in _URL_PASSWORD.findall(text) if len(p) >= MIN_SECRET_LENGTH] + _URL_TOKEN_USER.findall(text)
+    found = [text[a:b] for a, b in _url_spans(text, _URL_PASSWORD) if b - a >= MIN_SECRET_LENGTH]
+    found += [text[a:b] for a, b in _url_spans(text, _URL_TOKEN_USER)]
     # as a driver's or client's error may quote it: percent-decoded too (`Hunter2%40x` is `Hunter2@x`)
     return found + [decoded for p in found if (decoded := unquote_plus(p)) != p]
 
 
-_QUERY_SECRET_NAME = (
-    r"[^=&;#\s]*(?:key|token|secret|pass|pwd|auth|credential|signature|sig|session|jwt|bearer)[^=&;#\s]*|code"
-)
-_URL_QUERY_SECRET = re.compile(rf"[?&;#](?:{_QUERY_SECRET_NAME})=([^&;#\s'\"]+)", re.IGNORECASE)
-"""A URL's query parameter whose name says it carries a credential (`?api_key=`, `&access_token=`, `?sig=`, `?pwd=`,
-`?jwt=`, an OAuth `?code=`; after `;` and in a fragment too, `#access_token=`, as OAuth's implicit flow sends it): its
-value, as written (an HTTP client's error quotes the URL whole: `Client error '401' for url '...?token=...'`)."""
+_QUERY_WORD = re.compile(r"key|token|secret|pass|pwd|auth|credential|signature|sig|session|jwt|bearer", re.IGNORECASE)
+"""A word in a URL query parameter's name that says it carries a credential (`?api_key=`, `&access_token=`, `?sig=`,
+`?pwd=`, `?jwt=`); `code`, a name on its own (an OAuth `?code=`)."""
+_QUERY_CODE = re.compile("code", re.IGNORECASE)
+_QUERY_NAME_TAIL = re.compile(r"[^=&;#\s]*")
+"""A query parameter's name's characters, read backwards from its `=` (in the text reversed)."""
+_QUERY_VALUE = re.compile(r"[^&;#\s'\"]+")
 
 
-_QUERY_NAME = re.compile(rf"(?:{_QUERY_SECRET_NAME})", re.IGNORECASE)
+def _query_secret_spans(text: str) -> list[tuple[int, int]]:
+    """Where the value stands of each URL query parameter in `text` whose name says it carries a credential
+    (`is_secret_query`), after `?`, `&`, `;` or `#` (in a fragment too, `#access_token=`, as OAuth's implicit flow sends
+    it), as written (an HTTP client's error quotes the URL whole: `Client error '401' for url '...?token=...'`).
+    Left to right, not overlapping: what `re` found with
+    `[?&;#](?:[^=&;#\\s]*(?:key|...)[^=&;#\\s]*|code)=([^&;#\\s'"]+)`, found from each `=` (round 32: that
+    expression was cubic in `?_?_...`, 6,000 characters took 8.5 s, the GIL held).
+    Linear: each `=` reads its name backwards to the `=` before it, and the name is searched once."""
+    spans: list[tuple[int, int]] = []
+    position = 0
+    at = text.find("=")
+    backwards = text[::-1] if at >= 0 else ""
+    size = len(text)
+    while at >= 0:
+        name = _QUERY_NAME_TAIL.match(backwards, size - at, size - position)
+        begin = at - len(name[0]) if name else at
+        # the leftmost opening a name can follow: a `&;#` before the name's characters, or a `?` among them
+        opening = begin - 1 if begin > position and text[begin - 1] in "&;#" else text.find("?", begin, at)
+        secret = opening >= 0 and (
+            _QUERY_WORD.search(text, opening + 1, at) is not None
+            or (at - 5 >= opening and text[at - 5] in "?&;#" and _QUERY_CODE.fullmatch(text, at - 4, at) is not None)
+        )
+        value = _QUERY_VALUE.match(text, at + 1) if secret else None
+        if value is not None:
+            spans.append(value.span())
+            position = value.end()
+            at = text.find("=", position)
+        else:
+            at = text.find("=", at + 1)
+    return spans
 
 
 def is_secret_query(name: str) -> bool:
-    """Whether a URL's query parameter named `name` carries a credential (`_URL_QUERY_SECRET`'s names): what a
+    """Whether a URL's query parameter named `name` carries a credential (`_query_secret_spans`' names): what a
     cassette replaces whatever its value (round 27: only `key` and `access_token` were)."""
-    return _QUERY_NAME.fullmatch(name) is not None
+    if _QUERY_CODE.fullmatch(name) is not None:
+        return True
+    return _QUERY_NAME_TAIL.fullmatch(name) is not None and _QUERY_WORD.search(name) is not None
 
 
 def is_secret_name(name: str) -> bool:
@@ -766,8 +896,8 @@ def is_secret_name(name: str) -> bool:
 
 
 def _url_query_secrets(text: str) -> list[str]:
-    """The credential values in the queries of the URLs in `text` (`_URL_QUERY_SECRET`), as written and decoded."""
-    found = [v for v in _URL_QUERY_SECRET.findall(text) if len(v) >= MIN_SECRET_LENGTH]
+    """The credential values in the queries of the URLs in `text` (`_query_secret_spans`), as written and decoded."""
+    found = [text[a:b] for a, b in _query_secret_spans(text) if b - a >= MIN_SECRET_LENGTH]
     return found + [decoded for v in found if (decoded := unquote_plus(v)) != v]
 
 
@@ -876,9 +1006,9 @@ def redact_mapping(value: object) -> object:
         return type(value)(redact_mapping(item) for item in value)
     if isinstance(value, str):
         value = KEY_SHAPES.sub(REDACTED, value)
-        value = _URL_QUERY_SECRET.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED, value)
-        value = _URL_TOKEN_USER.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED + "@", value)
-        return _URL_PASSWORD.sub(lambda m: m[0][: m.start(1) - m.start()] + REDACTED + "@", value)
+        value = _spliced(value, _query_secret_spans(value), 0, REDACTED)
+        value = _spliced(value, _url_spans(value, _URL_TOKEN_USER), 0, REDACTED)
+        return _spliced(value, _url_spans(value, _URL_PASSWORD), 0, REDACTED)
     return value
 
 

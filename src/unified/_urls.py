@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import ipaddress
-import os
 import re
 import socket
 import unicodedata
@@ -265,7 +264,8 @@ async def resolves_locally(url: str) -> str | None:
     its network: the name resolves here to a loopback, private or link-local address (`attacker.example` with an A
     record of 169.254.169.254), or it cannot be resolved within `RESOLVE_TIMEOUT_S` and no proxy variable is set
     (then the fetch would resolve it on this machine too, and its answer is not known); None when every address is
-    global. With a proxy set the proxy resolves the name, so a failure here says nothing and is not asked. The fetch
+    global. Through a proxy (`_proxied`: one for the URL's scheme, the host not exempted by `NO_PROXY`) the proxy
+    resolves the name, so a failure here says nothing and is not asked. The fetch
     resolves the name again: a name whose answer changes between the two (DNS rebinding) is not caught here."""
     try:
         parts = _split(url)
@@ -274,15 +274,30 @@ async def resolves_locally(url: str) -> str | None:
         return "its host cannot be read"
     for host in hosts:
         if host and _ip_address(host) is None:  # an address is judged as written (`local_target`)
-            reason = await _resolved_locally(host, port)
+            reason = await _resolved_locally(host, port, _proxied(parts.scheme.lower(), host, port))
             if reason is not None:
                 return reason
     return None
 
 
-async def _resolved_locally(host: str, port: int) -> str | None:
-    """Why the name `host` resolves here to an address of this machine or its network, or cannot be resolved with no
-    proxy set, or None (`resolves_locally`)."""
+def _proxied(scheme: str, host: str, port: int) -> bool:
+    """Whether a fetch of `host` (at `port`) by `scheme` goes through a proxy, which resolves the name on its own
+    machine: a proxy variable for that scheme is set (`HTTPS_PROXY` for https, `HTTP_PROXY` for http: ALL_PROXY is
+    not counted, as not every client reads it) and `NO_PROXY` does not exempt the host (round 32: with
+    `NO_PROXY=.attacker.example`, or an `http://` URL and only `HTTPS_PROXY` set, the CLI resolves the name itself,
+    and one that did not resolve here within the time ran unasked: a name server that answers late, then 127.0.0.1).
+    Read as Python's urllib reads them (`*`, a suffix with or without its dot, an entry with the port:
+    `NO_PROXY=slow.attacker.example:443`)."""
+    import urllib.request  # only where a fetch is judged
+
+    proxies = urllib.request.getproxies_environment()
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # in urllib since 3.x, not typeshed
+    return bool(proxies.get(scheme)) and not bypass(f"{host}:{port}", proxies)
+
+
+async def _resolved_locally(host: str, port: int, proxied: bool) -> str | None:
+    """Why the name `host` resolves here to an address of this machine or its network, or cannot be resolved and the
+    fetch is not `proxied` (`_proxied`), or None (`resolves_locally`)."""
     answers: list[str] | None = None
     with anyio.move_on_after(RESOLVE_TIMEOUT_S):
         try:
@@ -293,7 +308,7 @@ async def _resolved_locally(host: str, port: int) -> str | None:
         address = _ip_address(answer.split("%", 1)[0])
         if address is None or _local(address):
             return f"its host {host} resolves to {answer}, a loopback, private or link-local address"
-    if not answers and not any(os.environ.get(name) for name in PROXY_VARIABLES):
+    if not answers and not proxied:
         return (
             f"its host {host} could not be resolved here within {RESOLVE_TIMEOUT_S:g} s, so where it leads is unknown"
         )
