@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from tests.foundation.test_bad_input_round21 import QUOTA, _Answers, _events, _options
-from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line, _in_process
+from tests.foundation.test_bad_input_round21 import QUOTA, _answers, _events, _options
+from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line
+from tests.harness.cli_main import in_process
 from unified import ExecuteParams
 from unified._execute import EventStream, check_params
 from unified.conversations import Conversation
@@ -116,7 +117,7 @@ def test_history_of_a_string_version_is_refused_on_the_command_line(
             '"version": 1', '"version": "1"'
         )
     )
-    done = _in_process(capsys, "run", "go on", "--history", str(path), "--backend", "scripted")
+    done = in_process(capsys, "run", "go on", "--history", str(path), "--backend", "scripted")
     _assert_one_error_line(
         done, EXIT_BAD_INPUT, "is not a conversation", "version: the conversation's version is a string"
     )
@@ -188,7 +189,7 @@ def test_run_refuses_a_fallback_that_repeats_a_backend(
     args: tuple[str, ...], said: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """FAILED before: each was taken, and the run went on on what had just given out."""
-    _assert_one_error_line(_in_process(capsys, "run", "hi", *args), EXIT_BAD_INPUT, said)
+    _assert_one_error_line(in_process(capsys, "run", "hi", *args), EXIT_BAD_INPUT, said)
 
 
 def _library_params(tmp_path: Path, **fields: Any) -> ExecuteParams:
@@ -243,7 +244,7 @@ async def test_the_result_of_a_fallback_that_never_began_resumes_the_session_lef
     for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
         monkeypatch.delenv(name, raising=False)
     store = MemorySessionStore()
-    with _Answers([QUOTA, _ANSWER]) as server:
+    with _answers([QUOTA, _ANSWER]) as server:
         first = await _events(
             _library_params(tmp_path, backend_options=_options(server), fallback=("interactions",), session_store=store)
         )

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from tests.foundation.test_bad_input_round21 import _Answers, _events, _options
-from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line, _in_process
+from tests.foundation.test_bad_input_round21 import _answers, _events, _options
+from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line
+from tests.harness.cli_main import in_process
 from tests.sessions.records import stored_session
 from unified import ExecuteParams
 from unified import _limits as limits
@@ -61,7 +62,7 @@ async def test_a_long_answer_of_lone_cr_lines_is_read_whole(tmp_path: Path, monk
     before: `backend_error` "sent an event over 0 MiB; it was refused unread", no text."""
     monkeypatch.setattr(limits, "MAX_EVENT_BYTES", 4096)
     body = _sse([_chunk(f"w{n} ") for n in range(199)] + [_chunk("end", last=True)], b"\r\r")
-    with _Answers([(200, body)]) as server:
+    with _answers([(200, body)]) as server:
         params = ExecuteParams(
             prompt="hi",
             backend="generate-content",
@@ -189,7 +190,7 @@ def test_retry_after_values_no_server_should_send(value: str, seconds: float | N
 
 def test_a_model_with_a_control_character_is_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     """Pin: `\\x01` (a paste from a terminal) would be part of the request's URL."""
-    done = _in_process(capsys, "run", "hi", "--backend", "scripted", "--model", "gemini\x01flash")
+    done = in_process(capsys, "run", "hi", "--backend", "scripted", "--model", "gemini\x01flash")
     _assert_one_error_line(done, EXIT_BAD_INPUT, "model 'gemini\\x01flash' is not a model name")
 
 
@@ -198,7 +199,7 @@ def test_a_session_reference_with_a_control_character_is_quoted_escaped(
 ) -> None:
     """Pin: the reference is shown escaped, never written raw to the terminal."""
     monkeypatch.setenv("UNIFIED_DATA_DIR", str(tmp_path))
-    done = _in_process(capsys, "sessions", "show", "ab\x1b[2Jcd", "--backend", "generate-content")
+    done = in_process(capsys, "sessions", "show", "ab\x1b[2Jcd", "--backend", "generate-content")
     assert done.returncode == 1
     assert "'ab\\x1b[2Jcd'" in done.stderr
     assert "\x1b" not in done.stderr
@@ -211,7 +212,7 @@ def test_a_data_folder_that_is_a_file_is_said_so(
     data = tmp_path / "data"
     data.write_text("not a folder")
     monkeypatch.setenv("UNIFIED_DATA_DIR", str(data))
-    done = _in_process(capsys, "sessions", "list", "--backend", "generate-content")
+    done = in_process(capsys, "sessions", "list", "--backend", "generate-content")
     assert done.returncode == 1
     assert f"{data} is a file, where the store needs a folder" in done.stderr
     assert "point UNIFIED_DATA_DIR at a folder" in done.stderr

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.foundation.test_bad_input_round21 import _Answers, _events, _options
+from tests.foundation.test_bad_input_round21 import _answers, _events, _options
 from unified import ExecuteParams
 from unified.events import ErrorEvent, Result, UnifiedEvent
 
@@ -27,7 +27,7 @@ def _completed(status: str = "completed", **interaction: Any) -> dict[str, Any]:
 
 async def _run(tmp_path: Path, *events: dict[str, Any]) -> list[UnifiedEvent]:
     body = b"".join(b"data: " + json.dumps(event).encode() + b"\n\n" for event in events)
-    with _Answers([(200, body)]) as server:
+    with _answers([(200, body)]) as server:
         params = ExecuteParams(
             prompt="hi",
             backend="interactions",
