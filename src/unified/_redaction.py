@@ -176,6 +176,9 @@ class Redactor:
     `xxd -p`, `base64`'s 76 columns, a terminal's wrap: round 27), or printed with any separator between its
     characters (tabs, commas, a colour code each, `%` before each byte, `xxd` or `od -c` with offsets: round 29) is the
     key to anyone who reads it."""
+    loose_from: int = 0
+    """The shortest text that can hold a `loose` form (`_loose_forms`): `_loose_in` folds none shorter. A base85 form
+    folds to less than its text (ascii85's punctuation), and a text holds it whole or it is no print of the key."""
 
     def __bool__(self) -> bool:
         return bool(self.values)
@@ -185,7 +188,7 @@ class Redactor:
         (`SplitGuard`), where a hex or upper-cased key printed half in one piece and half in the next is
         one form only once both are read (round 18: the guard held back only the plain secret's
         beginning, and each half of a form reached the events)."""
-        return _plain(self.values, self.loose) if self.forms else self
+        return _plain(self.values, self.loose, self.loose_from) if self.forms else self
 
     def found_in(self, text: str) -> bool:
         """Whether any secret occurs in `text`, even inside a word, in a base64 form, or written with
@@ -224,7 +227,7 @@ class Redactor:
     def _loose_in(self, text: str) -> bool:
         """Whether a `loose` form occurs in `text` folded (`_fold`: JSON escapes of a line break or tab taken out too,
         as `unified sessions show --json` or a cassette writes a wrapped key), or in a hex dump's columns of it."""
-        if len(text) < len(self.loose[-1]):
+        if len(text) < self.loose_from:
             return False
         if self._holds_loose(_fold(text)):
             return True
@@ -775,22 +778,29 @@ def _pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _plain(values: tuple[str, ...], loose: tuple[str, ...] = ()) -> Redactor:
-    return Redactor(values, _pattern(values), values, loose=loose)
+def _plain(values: tuple[str, ...], loose: tuple[str, ...] = (), loose_from: int = 0) -> Redactor:
+    return Redactor(values, _pattern(values), values, loose=loose, loose_from=loose_from)
 
 
-def _loose_forms(values: tuple[str, ...]) -> tuple[str, ...]:
+def _loose_forms(values: tuple[str, ...]) -> tuple[tuple[str, ...], int]:
     """The `Redactor.loose` forms of `values`: each long one, its hex, its base64 forms and theirs (base64 of base64:
-    each alignment of each alignment), folded (`_fold`), longest first."""
+    each alignment of each alignment), folded (`_fold`), longest first; and the shortest text that can hold one
+    (`Redactor.loose_from`): a form's folded length, but a base85 form's own (`_base85_forms`: ascii85 folds to two
+    thirds of itself, and with it every text of 30 to 41 characters, a streamed delta, was folded and searched, 0.4 to
+    3 us each; a base85 print with its punctuation taken out decodes to nothing)."""
     found: set[str] = set()
+    shortest: list[int] = []
     for value in values:
         if len(value) >= ANYWHERE_LENGTH:
             inner = _base64_forms(value)  # a URL-safe one folds as its standard one does: only those are encoded
             outer = (form for core in inner if "-" not in core and "_" not in core for form in _base64_forms(core))
             forms = [value, value.encode().hex(), *inner, *outer, *_byte_forms(value.encode()), *_text_forms(value)]
-            forms += _base85_forms(value)
-            found.update(folded for form in forms if len(folded := _fold(form)) >= _LOOSE_MIN)
-    return tuple(sorted(found, key=lambda v: (-len(v), v)))
+            for whole, group in ((False, forms), (True, _base85_forms(value))):
+                for form in group:
+                    if len(folded := _fold(form)) >= _LOOSE_MIN:
+                        found.add(folded)
+                        shortest.append(len(form) if whole else len(folded))
+    return tuple(sorted(found, key=lambda v: (-len(v), v))), min(shortest, default=0)
 
 
 @functools.lru_cache(maxsize=64)
@@ -805,7 +815,7 @@ def _compiled(values: tuple[str, ...]) -> Redactor:
     )
     if forms:
         values = tuple(sorted({*values, *forms}, key=lambda v: (-len(v), v)))
-    loose = _loose_forms(held)
+    loose, loose_from = _loose_forms(held)
     # The forms `loose` finds too (upper, lower, hex in either case, base64, a space or line break after each
     # character) are left out of the one pass: `found_in` looks for them there (round 27: 11 forms a key in that pass,
     # then 6; round 29: 1, the reversed key).
@@ -813,7 +823,7 @@ def _compiled(values: tuple[str, ...]) -> Redactor:
     searched = [f for f in forms if _fold(f) not in folded]
     shortest = min((len(f) for f in searched), default=0)
     alternation = re.compile("|".join(map(re.escape, searched))) if searched else None
-    return Redactor(values, _pattern(values), held, forms, shortest, alternation, loose)
+    return Redactor(values, _pattern(values), held, forms, shortest, alternation, loose, loose_from)
 
 
 def is_secret(name: str, value: str) -> bool:

@@ -675,3 +675,24 @@ async def test_attack_grep_with_a_glob_of_the_hard_link_in_a_folder(linked_ws: P
     assert body == {"behavior": "allow"}, decision.reason
     body, decision = await _claude_answer(linked_ws, "Grep", {"pattern": ".", "path": "keys", "glob": "n"})
     assert body["behavior"] == "deny"
+
+
+def test_a_streamed_delta_shorter_than_any_whole_base85_form_is_not_folded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reviewer's: the base85 forms fold to 30 characters (ascii85's punctuation taken out), and `_loose_in` folded
+    and searched every text from the shortest folded form on, so each text delta of 30 to 41 characters cost 3.1 us
+    where it had cost 0.4 (`found_in`, one process). A base85 print of the key holds its whole form (a print with the
+    punctuation taken out decodes to nothing): a text shorter than that is not folded; one that holds it is found."""
+    clean = redactor({"GEMINI_API_KEY": KEY})
+    whole = min(len(form) for form in _redaction._base85_forms(KEY) if len(_redaction._fold(form)) >= 16)
+    assert clean.loose_from > len(clean.loose[-1])  # the shortest folded form is a base85 one
+    assert clean.loose_from <= whole
+    folded: list[str] = []
+    fold = _redaction._fold
+    monkeypatch.setattr(_redaction, "_fold", lambda text: folded.append(text) or fold(text))
+    delta = "the model says: here is what I found in it"[: clean.loose_from - 1]
+    assert not clean.found_in(delta)
+    assert folded == []
+    monkeypatch.undo()
+    encoded = base64.a85encode(KEY.encode()).decode()
+    assert clean.found_in(f"ok {encoded} ok")
+    assert KEY not in clean(f"{encoded[:20]}\n{encoded[20:]}")
