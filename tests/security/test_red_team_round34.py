@@ -22,6 +22,8 @@ substitution, here-strings and heredocs with a substitution, redirections that w
 a socket, `find -fprint`, `xargs`, `env -S`, wrappers (`nice`, `timeout`), `git -c alias...`, `git log --output`,
 `sed w`/`e`, `sort -o`, `tee`. Checked and harmless, not pinned: `grep --pre` (GNU grep 3.8 has no such option: exit
 2), `find -fpr` (an unknown predicate, not `-fprint`), `cat /dev/tcp/...` (only a redirection opens a socket).
+zsh's code-running expansions (`${(e)..}`, `=(..)`, `*(e:..:)`) in Codex's unwrapped `/bin/zsh -lc` display are
+unknown to the parser (pins).
 """
 
 from __future__ import annotations
@@ -249,3 +251,24 @@ def test_a_harmless_command_s_allow_rule_runs_no_code_and_writes_nothing(command
     policy = allow_prefixes(*HARMLESS)
     assert _decision(policy, command) is Decision.ASK_USER
     assert not_read_only(command) is not None
+
+
+ZSH_ONLY = [
+    "cat ${(e)${:-'$(touch pwned)'}}",
+    'cat ${(e)"$(<f)"}',
+    "cat =(id)",
+    "cat *(e:id:)",
+    "cat a(e:id:)",
+    "cat ${(P)x}",
+]
+
+
+@pytest.mark.parametrize("command", ZSH_ONLY)
+def test_zsh_expansions_that_run_code_are_unknown(command: str) -> None:
+    """Pins: Codex's `/bin/zsh -lc` display is still unwrapped and read as bash (zsh reads `$'...'` and `[[` as bash
+    does); zsh's own code-running forms (the `(e)` flag, `=(..)`, the `e` glob qualifier, `(P)` indirection) are
+    bash syntax the parser does not understand, so asked (zsh is not installed here: from zsh's manual)."""
+    display = shlex.join(["/bin/zsh", "-lc", command])
+    assert unwrap_shell(display) == command
+    assert not _read_only_command({"command": display, "commandActions": [{"type": "read", "path": "f"}]})
+    assert _decision(allow_prefixes("cat"), command) is Decision.ASK_USER
