@@ -10,7 +10,10 @@ Hole (each test marked SUCCEEDED before fails on the code before its fix):
   protected path, and Codex's `/bin/sh -lc '<script>'` was taken off its wrapper and judged as bash: a read-only
   command that runs unasked. Now `_shell_syntax.otherwise_read`: a script using `$'` or a `[[` word, for a shell other
   than bash, rbash or zsh (which read both as bash does), is unknown (asked), and Codex's display of one stays
-  wrapped (`_translate.unwrap_shell`).
+  wrapped (`_translate.unwrap_shell`);
+- the same for the scripts of the runners that hand them to `sh -c` or a shell of their own (`watch`, `sg`,
+  `flock -c` without `SHELL`, `su -c`, `ssh`, `parallel`, ...): read as bash, allowed under rules for `cat` and the
+  runner. Now read as `sh`'s; `eval` and `trap` still as bash (they run in bash itself).
 
 Pins (held before and after; each construct was run with the real /bin/bash first and ran code or wrote a file):
 `${x@P}`, arithmetic that evaluates an array index (`$(( a[$(id)] ))`, `[[ -v ]]`, `test -v`, `[[ x -eq y ]]`,
@@ -91,6 +94,40 @@ def test_a_script_dash_reads_otherwise_is_asked_under_an_allow_rule(command: str
 def test_a_list_operator_inside_double_brackets_stays_unknown(command: str) -> None:
     """Pin: `||` and `&&` inside `[[` were bash syntax the parser does not understand before this round too."""
     assert _decision(allow_prefixes("ls"), command) is Decision.ASK_USER
+
+
+RUNNERS = [
+    pytest.param(f"watch {shlex.quote(ANSI_C)}", ("cat", "watch"), id="watch"),
+    pytest.param(f"flock l -c {shlex.quote(ANSI_C)}", ("cat", "flock"), id="flock-c"),
+    pytest.param(f"sg g {shlex.quote(ANSI_C)}", ("cat", "sg"), id="sg"),
+    pytest.param(f"watch {shlex.quote(TEST_WRITE)}", ("ls", "watch"), id="watch-double-bracket"),
+    pytest.param(f"flock l -c {shlex.quote(TEST_WRITE)}", ("ls", "flock"), id="flock-double-bracket"),
+]
+
+
+@pytest.mark.parametrize(("command", "allowed"), RUNNERS)
+def test_a_script_a_runner_hands_to_sh_is_not_read_as_bash(command: str, allowed: tuple[str, ...]) -> None:
+    """SUCCEEDED before: `watch` and `sg` run their command with `sh -c`, `flock -c` with `$SHELL` or `/bin/sh`
+    (measured: util-linux flock without SHELL ran `touch` under dash); the script was read as bash and allowed."""
+    assert _decision(allow_prefixes(*allowed), command) is Decision.ASK_USER
+
+
+def test_eval_still_reads_its_script_as_bash() -> None:
+    """`eval` runs in bash itself: `$'...'` there is one word, as the parse reads it."""
+    assert _decision(allow_prefixes("cat", "eval"), f"eval {shlex.quote(ANSI_C)}") is Decision.ALLOW
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("flock") is None or shutil.which("dash") is None, reason="no flock or dash")
+def test_flock_without_shell_runs_its_script_under_sh(tmp_path: Path) -> None:
+    """The premise of the runners' case, measured where `/bin/sh` is dash."""
+    if Path("/bin/sh").resolve().name != "dash":
+        pytest.skip("/bin/sh is not dash")
+    env = {"PATH": "/usr/bin:/bin"}
+    subprocess.run(
+        ["flock", str(tmp_path / "l"), "-c", ANSI_C], cwd=tmp_path, env=env, capture_output=True, check=False
+    )
+    assert (tmp_path / "pwned").exists()
 
 
 @pytest.mark.parametrize(

@@ -1176,10 +1176,16 @@ class _Walker:
             self.nested(inv.stdin, inv, name)
 
     def script(self, args: Sequence[Word], inv: _Invocation, runner: str) -> None:
+        """Words `runner` runs as a script: bash itself for `eval` and `trap`; any other runner (`watch`, `su -c`,
+        `ssh`, `parallel`, ...) hands it to `sh -c` or a shell of its own, which may be dash (`otherwise_read`)."""
         if any(a is None for a in args):
             self.out.append(inv.unknown(f"{runner} of text only known at run time"))
             return
-        self.nested(" ".join(a for a in args if a is not None), inv, runner)
+        text = " ".join(a for a in args if a is not None)
+        if runner in ("eval", "trap"):
+            self.nested(text, inv, runner)
+        else:
+            self.shell_script("sh", text, inv, runner)
 
     def nested(self, script: str, inv: _Invocation, runner: str) -> None:
         inner = _Walker(script, depth=self.depth + 1, via=(*inv.via, runner))
@@ -1509,7 +1515,7 @@ def _flock(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
             return
         rest = []
     if script is not None:
-        walker.nested(script, inv, "flock -c")
+        walker.shell_script("sh", script, inv, "flock -c")  # `$SHELL -c`, or `/bin/sh -c` without one
     elif rest:
         walker.resolve(rest, replace(inv, via=(*inv.via, "flock")))
 
