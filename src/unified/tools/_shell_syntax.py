@@ -35,7 +35,7 @@ from unified._redaction import clip
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-__all__ = ["MAX_NESTING", "SimpleCommand", "Word", "command_name", "parse"]
+__all__ = ["MAX_NESTING", "SimpleCommand", "Word", "command_name", "otherwise_read", "parse"]
 
 Word = str | None
 """One argv word after quote removal; None when bash only knows it at run time (an expansion, a glob)."""
@@ -53,6 +53,11 @@ _READ_OPERATORS = frozenset({"<", "<>", "<&", "<&-"})
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "yash", "fish", "csh", "tcsh", "rbash"})
 _FOREIGN_SHELLS = frozenset({"fish", "csh", "tcsh"})
 """Shells whose scripts are not bash: their `-c` scripts cannot be read with this grammar."""
+_BASH_READERS = frozenset({"bash", "rbash", "zsh"})
+"""Shells that read `$'...'` and `[[ ... ]]` as bash does; another one's script using them is unknown
+(`otherwise_read`)."""
+_BASH_ONLY = re.compile(r"\$'|(?:^|(?<=[\s;&|()`]))\[\[(?=[\s\\]|$)")
+"""Bash's ANSI-C quoting, or its `[[` keyword as a word of its own (not `[[:space:]]`)."""
 _SHELL_VALUE_OPTIONS = frozenset("oO")
 _SHELL_START_UP_OPTIONS = frozenset({"--rcfile", "--init-file", "--debugger"})
 """Options that make a shell run a file before anything else (unknown: the file is not ours to see)."""
@@ -324,6 +329,18 @@ class SimpleCommand:
             self.unread,
             self.covered,
         )
+
+
+def otherwise_read(shell: str, script: str) -> str | None:
+    """Why `shell` (a name of `_SHELLS`) may run other commands than bash would from `script`, else None.
+
+    dash (`sh` on Debian and Ubuntu) has neither `$'...'` nor `[[`: it reads `cat $'a\\' ; rm x ; #\\''` as
+    `cat`, then `rm x`, where bash reads one argument of `cat`, and `[[ a || rm x ]]` as `[[ a`, then `rm x ]]`,
+    where bash runs a test (measured with dash 0.5.12: both ran what bash would not). Such a script is not read
+    with this grammar: it is unknown, as a construct this parser does not understand is."""
+    if shell in _BASH_READERS or _BASH_ONLY.search(script.replace("\\\n", "")) is None:  # `$\<newline>'` too
+        return None
+    return f"{shell} may not read bash's $'...' or [[ as bash does: its script is not judged as bash"
 
 
 def command_name(word: str) -> str:
@@ -1159,10 +1176,16 @@ class _Walker:
             self.nested(inv.stdin, inv, name)
 
     def script(self, args: Sequence[Word], inv: _Invocation, runner: str) -> None:
+        """Words `runner` runs as a script: bash itself for `eval` and `trap`; any other runner (`watch`, `su -c`,
+        `ssh`, `parallel`, ...) hands it to `sh -c` or a shell of its own, which may be dash (`otherwise_read`)."""
         if any(a is None for a in args):
             self.out.append(inv.unknown(f"{runner} of text only known at run time"))
             return
-        self.nested(" ".join(a for a in args if a is not None), inv, runner)
+        text = " ".join(a for a in args if a is not None)
+        if runner in ("eval", "trap"):
+            self.nested(text, inv, runner)
+        else:
+            self.shell_script("sh", text, inv, runner)
 
     def nested(self, script: str, inv: _Invocation, runner: str) -> None:
         inner = _Walker(script, depth=self.depth + 1, via=(*inv.via, runner))
@@ -1218,18 +1241,26 @@ class _Walker:
             elif name in _FOREIGN_SHELLS:
                 self.out.append(inv.unknown(f"{name} -c of a script that is not bash"))
             else:
-                self.nested(rest[0], inv, f"{name} -c")
+                self.shell_script(name, rest[0], inv, f"{name} -c")
         elif rest and not reads_stdin:
             if _generated_file(rest[0]):
                 self.out.append(inv.unknown(f"{name} of a script generated at run time"))
             else:
                 self.out.append(inv.command(words))
                 if inv.stdin:  # the file may be a link to standard input
-                    self.nested(inv.stdin, inv, name)
+                    self.shell_script(name, inv.stdin, inv, name)
         elif inv.stdin is not None and name not in _FOREIGN_SHELLS:
-            self.nested(inv.stdin, inv, name)
+            self.shell_script(name, inv.stdin, inv, name)
         else:
             self.out.append(inv.unknown(f"{name} reads its commands from standard input"))
+
+    def shell_script(self, name: str, script: str, inv: _Invocation, runner: str) -> None:
+        """A script `name` runs, read as bash unless that shell may read it otherwise (`otherwise_read`)."""
+        why = otherwise_read(name, script)
+        if why is not None:
+            self.out.append(inv.unknown(why))
+        else:
+            self.nested(script, inv, runner)
 
 
 @dataclass(frozen=True)
@@ -1484,7 +1515,7 @@ def _flock(walker: _Walker, words: list[Word], inv: _Invocation) -> None:
             return
         rest = []
     if script is not None:
-        walker.nested(script, inv, "flock -c")
+        walker.shell_script("sh", script, inv, "flock -c")  # `$SHELL -c`, or `/bin/sh -c` without one
     elif rest:
         walker.resolve(rest, replace(inv, via=(*inv.via, "flock")))
 

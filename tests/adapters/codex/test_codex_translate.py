@@ -31,6 +31,7 @@ from unified.events import (
     Usage,
     WarningEvent,
 )
+from unified.tools._shell_syntax import otherwise_read
 
 MAIN = "01a23294-50ab-7e70-b9b8-89066707762a"
 CHILD = "01a23294-51aa-7e70-b9b8-000000000002"
@@ -180,7 +181,8 @@ def test_the_shell_wrapper_is_taken_off(display: str, command: str) -> None:
 
 
 def _by_shlex(display: str) -> str:
-    """What `unwrap_shell` read before its regular expression: three `shlex` words, a shell, `-c`/`-lc`, the command."""
+    """What `unwrap_shell` read before its regular expression: three `shlex` words, a shell, `-c`/`-lc`, the command
+    (unless that shell may read it otherwise than bash: `otherwise_read`, round 34)."""
     try:
         parts = shlex.split(display)
     except ValueError:
@@ -189,6 +191,7 @@ def _by_shlex(display: str) -> str:
         len(parts) == 3
         and PurePosixPath(parts[0]).name in {"bash", "sh", "zsh", "dash"}
         and parts[1] in ("-c", "-lc", "-l -c")
+        and otherwise_read(PurePosixPath(parts[0]).name, parts[2]) is None
     ):
         return parts[2]
     return display

@@ -173,11 +173,15 @@ item); a longer one is judged as displayed, the shell invocation that runs."""
 def unwrap_shell(command: str) -> str:
     """The command the model gave, from Codex's display of it (`/bin/bash -lc '<cmd>'`): what `shlex.split`
     reads as three words, a shell, `-c`/`-lc` and the command. Codex's usual form is read by one regular
-    expression (the same words `shlex` gives: in double quotes only `\\"` and `\\\\` are escapes)."""
+    expression (the same words `shlex` gives: in double quotes only `\\"` and `\\\\` are escapes).
+
+    A script its shell may read otherwise than bash (`_shell_syntax.otherwise_read`: dash has no `$'...'` nor `[[`)
+    is left wrapped: judged as displayed, the shell invocation makes it unknown, where taken off it was judged as
+    bash and ran what bash would not."""
     wrapped = _WRAPPED.fullmatch(command)
     if wrapped is not None and PurePosixPath(wrapped[1]).name in _SHELLS:
         single, double = wrapped[3], wrapped[4]
-        return single if single is not None else _QUOTED_ESCAPE.sub(r"\1", double)
+        return _unwrapped(command, wrapped[1], single if single is not None else _QUOTED_ESCAPE.sub(r"\1", double))
     if len(command) > _SPLIT_AT_MOST:
         return command
     try:
@@ -185,8 +189,14 @@ def unwrap_shell(command: str) -> str:
     except ValueError:
         return command
     if len(parts) == 3 and PurePosixPath(parts[0]).name in _SHELLS and parts[1] in ("-c", "-lc", "-l -c"):
-        return parts[2]
+        return _unwrapped(command, parts[0], parts[2])
     return command
+
+
+def _unwrapped(command: str, shell: str, script: str) -> str:
+    from unified.tools._shell_syntax import otherwise_read  # imported late, as the adapters import unified.tools
+
+    return command if otherwise_read(PurePosixPath(shell).name, script) is not None else script
 
 
 def _relative(path: str, cwd: str | None) -> str:
