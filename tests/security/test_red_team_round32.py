@@ -688,7 +688,12 @@ def test_a_streamed_delta_shorter_than_any_whole_base85_form_is_not_folded(monke
     assert clean.loose_from <= whole
     folded: list[str] = []
     fold = _redaction._fold
-    monkeypatch.setattr(_redaction, "_fold", lambda text: folded.append(text) or fold(text))
+
+    def counted(text: str) -> str:
+        folded.append(text)
+        return fold(text)
+
+    monkeypatch.setattr(_redaction, "_fold", counted)
     delta = "the model says: here is what I found in it"[: clean.loose_from - 1]
     assert not clean.found_in(delta)
     assert folded == []
