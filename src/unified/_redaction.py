@@ -34,7 +34,7 @@ import codecs
 import functools
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, cast
@@ -122,23 +122,40 @@ def _url_spans(text: str, after: re.Pattern[str]) -> list[tuple[int, int]]:
     then letters, digits, `+`, `.`, `-`), left to right, not overlapping: what `re` found with
     `[A-Za-z][A-Za-z0-9+.\\-]*://` and `after` as one expression, found from each `://` (round 32: that expression,
     tried at every letter of a run of them, was quadratic in it: 20,000 letters, 1.4 to 2.5 s; each `re` call holds the
-    GIL).
-    Linear: each character is read by at most one scheme and one `after`, which stops at the next `://`'s `/`."""
+    GIL)."""
+
+    def after_scheme(begin: int, at: int) -> re.Match[str] | None:
+        return after.match(text, at + 3) if _LETTER.search(text, begin, at) is not None else None
+
+    return _anchored_spans(text, "://", _SCHEME_TAIL, after_scheme, 1)
+
+
+def _anchored_spans(
+    text: str,
+    anchor: str,
+    tail: re.Pattern[str],
+    found_at: Callable[[int, int], re.Match[str] | None],
+    group: int,
+) -> list[tuple[int, int]]:
+    """Where group `group` of `found_at(begin, at)` stands for each `anchor` in `text` at `at` where it matches, left
+    to right, not overlapping; `begin` is where the characters `tail` takes before the anchor begin (read backwards,
+    in the text reversed, never into the match before). Linear: each character is read by at most one tail and one
+    match, where a regular expression anchored on the tail's characters was tried at each of them (`_url_spans`,
+    `_query_secret_spans`)."""
     spans: list[tuple[int, int]] = []
     position = 0
-    at = text.find("://")
+    at = text.find(anchor)
     backwards = text[::-1] if at >= 0 else ""
     size = len(text)
     while at >= 0:
-        scheme = _SCHEME_TAIL.match(backwards, size - at, size - position)
-        first = _LETTER.search(text, at - len(scheme[0]) if scheme else at, at)
-        found = after.match(text, at + 3) if first is not None else None
-        if first is not None and found is not None:
-            spans.append(found.span(1))
+        before = tail.match(backwards, size - at, size - position)
+        found = found_at(at - len(before[0]) if before else at, at)
+        if found is not None:
+            spans.append(found.span(group))
             position = found.end()
-            at = text.find("://", position)
+            at = text.find(anchor, position)
         else:
-            at = text.find("://", at + 1)
+            at = text.find(anchor, at + 1)
     return spans
 
 
@@ -865,30 +882,18 @@ def _query_secret_spans(text: str) -> list[tuple[int, int]]:
     it), as written (an HTTP client's error quotes the URL whole: `Client error '401' for url '...?token=...'`).
     Left to right, not overlapping: what `re` found with
     `[?&;#](?:[^=&;#\\s]*(?:key|...)[^=&;#\\s]*|code)=([^&;#\\s'"]+)`, found from each `=` (round 32: that
-    expression was cubic in `?_?_...`, 6,000 characters took 8.5 s, the GIL held).
-    Linear: each `=` reads its name backwards to the `=` before it, and the name is searched once."""
-    spans: list[tuple[int, int]] = []
-    position = 0
-    at = text.find("=")
-    backwards = text[::-1] if at >= 0 else ""
-    size = len(text)
-    while at >= 0:
-        name = _QUERY_NAME_TAIL.match(backwards, size - at, size - position)
-        begin = at - len(name[0]) if name else at
+    expression was cubic in `?_?_...`, 6,000 characters took 8.5 s, the GIL held)."""
+
+    def secret_value(begin: int, at: int) -> re.Match[str] | None:
         # the leftmost opening a name can follow: a `&;#` before the name's characters, or a `?` among them
-        opening = begin - 1 if begin > position and text[begin - 1] in "&;#" else text.find("?", begin, at)
+        opening = begin - 1 if begin > 0 and text[begin - 1] in "&;#" else text.find("?", begin, at)
         secret = opening >= 0 and (
             _QUERY_WORD.search(text, opening + 1, at) is not None
             or (at - 5 >= opening and text[at - 5] in "?&;#" and _QUERY_CODE.fullmatch(text, at - 4, at) is not None)
         )
-        value = _QUERY_VALUE.match(text, at + 1) if secret else None
-        if value is not None:
-            spans.append(value.span())
-            position = value.end()
-            at = text.find("=", position)
-        else:
-            at = text.find("=", at + 1)
-    return spans
+        return _QUERY_VALUE.match(text, at + 1) if secret else None
+
+    return _anchored_spans(text, "=", _QUERY_NAME_TAIL, secret_value, 0)
 
 
 def is_secret_query(name: str) -> bool:
