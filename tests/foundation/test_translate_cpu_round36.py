@@ -1,5 +1,6 @@
 """Round 36 of issue 29 (the generate-content translate miss): what a run no longer does per run or per event,
-and that the behaviour each cut could have changed is kept (bench/README.md, "The thirty-sixth round (generate-content translate)")."""
+and that the behaviour each cut could have changed is kept (bench/README.md, "The thirty-sixth round
+(generate-content translate)")."""
 
 from __future__ import annotations
 
