@@ -790,11 +790,13 @@ def _option(outcome: Mapping[str, Any]) -> str:
 
 
 def _describe_claude(path: Path, meta: Mapping[str, Any], entries: list[dict[str, Any]]) -> CassetteInfo:
+    # the adapter always sends one: a transcript cut before it (whatever its metadata says of the prompt) had the
+    # stand-in answer the adapter's user message with nothing, and the replay waited out the 90 s stall bound
+    first = next((e["msg"] for e in entries if e["dir"] == "send" and e["msg"].get("type") == "user"), None)
+    if first is None:
+        raise ReplayError(f"{path}: the transcript never sends a user message (it was cut short?); record it again")
     prompt = meta.get("prompt")
     if not isinstance(prompt, str):
-        first = next((e["msg"] for e in entries if e["dir"] == "send" and e["msg"].get("type") == "user"), None)
-        if first is None:
-            raise ReplayError(f"{path}: the transcript never sends a user message")
         content = first.get("message", {}).get("content")
         prompt = content if isinstance(content, str) else ""
     model = meta.get("model")

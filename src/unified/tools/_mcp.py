@@ -42,12 +42,15 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     """Why a server's input schema cannot be a function declaration's parameters, or None. Such a tool is left out
     with a warning (`ToolRuntime.connect_mcp`), as a name already taken is: the declaration adds `wait_for_previous`
     to the schema's `properties`, so `"properties": []` from a hostile server raised a TypeError at the run's start
-    (the run failed, whatever the other tools), and a type other than an object is refused by the API at every turn."""
+    (the run failed, whatever the other tools), and a type other than an object is refused by the API at every turn.
+    A parameter of the declaration's own name was replaced by it, and a call's value of it never reached the tool."""
     kind = schema.get("type", "object")
     if kind != "object":
         return f"its input schema is of type {clip(json.dumps(kind), 40, more='…')}, not an object"
     if not isinstance(schema.get("properties", {}), dict):
         return "its input schema's properties are not an object"
+    if "wait_for_previous" in schema.get("properties", {}):  # the declaration's flag replaced it, the call dropped it
+        return "its input schema has a parameter named wait_for_previous, unified's own, which the tool would never get"
     if limits.too_deep(schema):
         return f"its input schema is nested deeper than {limits.MAX_JSON_DEPTH} levels"
     return None
