@@ -4,7 +4,11 @@ what happened before, or that it is a pin."""
 
 from __future__ import annotations
 
+import logging
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, cast
 
@@ -12,7 +16,7 @@ import mcp_types
 import pytest
 
 from unified.tools import ToolRuntime
-from unified.types import StdioMcpServer
+from unified.types import SseMcpServer, StdioMcpServer
 
 pytestmark = pytest.mark.anyio
 
@@ -80,3 +84,51 @@ async def test_a_stdio_server_that_cannot_serve_is_one_warning_not_a_hang(
     assert problem.message.startswith(f"MCP server 'broken' {said}: ")
     assert "read_file" in names
     assert not any(name.startswith("mcp__broken__") for name in names)
+
+
+class _SignInPage(BaseHTTPRequestHandler):
+    """A gateway's sign-in page where an SSE MCP server was expected: 200, text/html."""
+
+    def do_GET(self) -> None:
+        body = b"<html><head><title>Sign in</title></head><body>sign in</body></html>"
+        self.send_response(200)
+        self.send_header("content-type", "text/html")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def sign_in_page() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _SignInPage)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/sse"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+async def test_an_sse_server_answering_html_is_one_warning_and_one_log_line_without_a_traceback(
+    tmp_path: Path, sign_in_page: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """FAILED before: besides the typed connect error, the mcp SDK logged "Encountered SSE exception" with its whole
+    traceback (`logger.exception`), which Python's last-resort handler writes to the stderr of a caller that set up
+    no logging. Now the record says the exception in one line, with no traceback."""
+    caplog.set_level(logging.WARNING, logger="mcp.client.sse")
+    async with ToolRuntime(tmp_path) as runtime:
+        [problem] = await runtime.connect_mcp([SseMcpServer(name="web", url=sign_in_page, timeout_s=60)])
+    assert "MCP server 'web' failed to start: SSEError: Expected response with content type" in problem.message
+    records = [r for r in caplog.records if r.name == "mcp.client.sse"]
+    assert records, "the SDK logged nothing: this case no longer shows what it pins"
+    for record in records:
+        assert record.exc_info is None
+        assert record.exc_text is None
+    assert "Encountered SSE exception: SSEError: Expected response with content type 'text/event-stream', got " in (
+        records[0].getMessage()
+    )

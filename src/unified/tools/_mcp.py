@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from typing import Any
@@ -30,6 +31,24 @@ from unified.tools._policy import function_name
 from unified.types import HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
 __all__ = ["connect_server", "schema_problem", "tool_name"]
+
+
+class _OneLineLog(logging.Filter):
+    """The mcp SDK logs a failed SSE connection (a server answering HTML, a 404) with `logger.exception`: with no
+    logging set up, Python's last-resort handler wrote "Encountered SSE exception" and the SDK's whole traceback to
+    the caller's stderr, beside the typed `McpConnectError` that already says what happened (round 23, measured).
+    The record keeps its level and text, its exception said in one line (secrets replaced), without the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            line = f"{record.getMessage()}: {type(error).__name__}: {clip(str(error), 300, more='…')}"
+            record.msg, record.args, record.exc_info, record.exc_text = redactor()(line), None, None, None
+        return True
+
+
+for _logger in ("mcp.client.sse", "mcp.client.streamable_http"):  # a filter of "mcp.client" misses its children's
+    logging.getLogger(_logger).addFilter(_OneLineLog())
 
 
 def tool_name(server: str, tool: str) -> str:
