@@ -45,6 +45,20 @@ def test_a_whole_claude_transcript_still_reads() -> None:
     assert describe(CASSETTES / "claude-code" / "question.jsonl").prompt == "go"
 
 
+def test_a_file_of_no_cassette_kind_names_every_transcript_backend(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """FAILED before: "expected a .yaml vcrpy cassette or a .jsonl gemini-cli or claude-code transcript", leaving out
+    codex, whose transcripts `unified replay` plays too (its `--help` names all three)."""
+    done = in_process(capsys, "replay", str(tmp_path))
+    _assert_one_error_line(
+        done,
+        EXIT_BAD_INPUT,
+        f"{tmp_path}: not a cassette (expected a .yaml vcrpy cassette or a .jsonl transcript of gemini-cli, "
+        "claude-code or codex)",
+    )
+
+
 # --- `unified install` ---------------------------------------------------------------------------------------------
 
 

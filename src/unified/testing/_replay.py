@@ -137,8 +137,9 @@ def describe(path: Path) -> CassetteInfo:
     unreadable or malformed file.
     """
     if path.suffix not in (".jsonl", ".yaml", ".yml"):
-        raise ReplayError(
-            f"{path}: not a cassette (expected a .yaml vcrpy cassette or a .jsonl gemini-cli or claude-code transcript)"
+        raise ReplayError(  # the backends from their table: codex's transcripts were left out of this line
+            f"{path}: not a cassette (expected a .yaml vcrpy cassette or a .jsonl transcript of "
+            f"{', '.join(_TRANSCRIPT_BACKENDS[:-1])} or {_TRANSCRIPT_BACKENDS[-1]})"
         )
     if not path.is_file():
         raise ReplayError(f"{path}: {not_a_file(path)}; pass a cassette file")
