@@ -87,11 +87,11 @@ async def test_a_stdio_server_that_cannot_serve_is_one_warning_not_a_hang(
 
 
 class _SignInPage(BaseHTTPRequestHandler):
-    """A gateway's sign-in page where an SSE MCP server was expected: 200, text/html."""
+    """A gateway's sign-in page where an SSE MCP server was expected: 200, text/html (404 at `/gone`)."""
 
     def do_GET(self) -> None:
         body = b"<html><head><title>Sign in</title></head><body>sign in</body></html>"
-        self.send_response(200)
+        self.send_response(404 if self.path == "/gone" else 200)
         self.send_header("content-type", "text/html")
         self.send_header("content-length", str(len(body)))
         self.end_headers()
@@ -131,4 +131,16 @@ async def test_an_sse_server_answering_html_is_one_warning_and_one_log_line_with
         assert record.exc_text is None
     assert "Encountered SSE exception: SSEError: Expected response with content type 'text/event-stream', got " in (
         records[0].getMessage()
+    )
+
+
+async def test_an_sse_server_answering_404_is_a_warning_on_one_line(tmp_path: Path, sign_in_page: str) -> None:
+    """FAILED before: the warning ran on over three lines, as the HTTP client's error does ("Client error '404 Not
+    Found' for url '...'\nFor more information check: ..."). Now one line, each of its parts kept."""
+    url = sign_in_page.replace("/sse", "/gone")
+    async with ToolRuntime(tmp_path) as runtime:
+        [problem] = await runtime.connect_mcp([SseMcpServer(name="web", url=url, timeout_s=60)])
+    assert "\n" not in problem.message
+    assert f"failed to start: HTTPStatusError: Client error '404 Not Found' for url '{url}'; For more information" in (
+        problem.message
     )
