@@ -35,6 +35,7 @@ __all__ = [
     "FileTooLarge",
     "NotRegularFile",
     "append_line",
+    "dangling_link_in_the_way",
     "file_in_the_way",
     "folder_entries",
     "make_folder",
@@ -177,6 +178,19 @@ def file_in_the_way(path: str | os.PathLike[str] | None) -> Path | None:
         except OSError:
             continue
         return None if stat.S_ISDIR(status.st_mode) else candidate
+    return None
+
+
+def dangling_link_in_the_way(path: str | os.PathLike[str] | None) -> Path | None:
+    """The symbolic link to nothing at `path` or at the nearest of its parents that is there: a store's root given as
+    such a link made `mkdir` fail with "File exists" (or a folder under it with "No such file or directory"), and the
+    advice was to make the folder writable. None when the nearest one there is no dangling link, or `path` is None."""
+    if path is None:
+        return None
+    target = Path(os.fsdecode(path))
+    for candidate in (target, *target.parents):
+        if os.path.lexists(candidate):
+            return candidate if candidate.is_symlink() and not candidate.exists() else None
     return None
 
 

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from unified._files import read_regular
 from unified._redaction import REDACTED, redact_mapping
@@ -226,7 +226,19 @@ def _named_directory(value: object) -> object:
     return value
 
 
-_Directory = Annotated[Path, BeforeValidator(_named_directory)]
+def _home_expanded(path: Path) -> Path:
+    """`~` and `~user` as a shell reads them: `cwd="~/work"` passed the existence check (which expanded it) but ran
+    the API backends' tools, and filed the session, under a directory named `~` in the process's own directory; an
+    unknown user's `~nobody/x` raised a bare RuntimeError out of the run (bad input round 23)."""
+    try:
+        return path.expanduser()
+    except RuntimeError:  # pathlib's "Could not determine home directory"
+        raise ValueError(
+            f"{path}: the home directory of {path.parts[0]!r} is not known here; name the directory without `~`"
+        ) from None
+
+
+_Directory = Annotated[Path, BeforeValidator(_named_directory), AfterValidator(_home_expanded)]
 
 
 def _error_code(value: object) -> object:

@@ -34,7 +34,7 @@ from unified._executables import not_runnable, script_problem
 from unified._files import open_regular
 from unified._pgroup import ProcessGroup
 from unified._redaction import is_secret
-from unified.errors import BackendUnavailable
+from unified.errors import BackendUnavailable, ConfigurationError
 
 __all__ = [
     "NODE_HINT",
@@ -423,8 +423,8 @@ def installed_version(spec: BinarySpec, prefix: Path) -> str | None:
 def install(spec: BinarySpec, prefix: Path, env: Mapping[str, str]) -> tuple[Path, bool]:
     """Install `spec.package@spec.version` under the npm prefix `prefix` (idempotent).
 
-    Returns the binary and whether npm ran. `NodeUnavailable` before npm runs; `BackendUnavailable`
-    when npm is missing or fails (its output, on stderr, says why).
+    Returns the binary and whether npm ran. `NodeUnavailable` or `ConfigurationError` (a prefix that cannot be
+    made) before npm runs; `BackendUnavailable` when npm is missing or fails (its output, on stderr, says why).
     """
     binary = spec.binary_in(prefix)
     if installed_version(spec, prefix) == spec.version and binary.exists():
@@ -433,7 +433,13 @@ def install(spec: BinarySpec, prefix: Path, env: Mapping[str, str]) -> tuple[Pat
     npm = shutil.which("npm", path=env.get("PATH"))
     if npm is None:
         raise NodeUnavailable("npm was not found on PATH (it comes with Node.js)", hint=NODE_HINT)
-    prefix.mkdir(parents=True, exist_ok=True)
+    try:
+        prefix.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file in the way, a folder under /proc: it was exit 70, "a bug in unified"
+        raise ConfigurationError(
+            f"the install folder {prefix} cannot be made: {exc.strerror or exc} ({exc.filename or prefix})",
+            hint="pass --prefix a folder this user can make and write (or make that one), then run this again",
+        ) from None
     command = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", f"{spec.package}@{spec.version}"]
     try:
         done = subprocess.run(
@@ -444,7 +450,7 @@ def install(spec: BinarySpec, prefix: Path, env: Mapping[str, str]) -> tuple[Pat
             f"npm install did not finish within {NPM_TIMEOUT_S:g} s", hint="check the network and run this again"
         ) from exc
     if done.returncode != 0 or not binary.exists():
-        raise BackendUnavailable(
-            f"`{' '.join(command)}` failed (exit {done.returncode})", hint="see npm's output above; run this again"
-        )
+        # an npm that exits 0 and installs nothing (a wrapper, an npm config that skips installs) "failed (exit 0)"
+        why = f"exit {done.returncode}" if done.returncode else f"it exited 0 but left no {binary}"
+        raise BackendUnavailable(f"`{' '.join(command)}` failed ({why})", hint="see npm's output above; run this again")
     return binary, True

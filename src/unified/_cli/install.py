@@ -45,7 +45,8 @@ class Installed:
 def install_binary(backend: str, prefix: Path | None, env: Mapping[str, str]) -> Installed:
     """Install `backend`'s pinned binary under `prefix` (default: the user data folder).
 
-    Raises `NodeUnavailable` (Node.js missing or too old: bad input, nothing ran) or
+    Raises `NodeUnavailable` (Node.js missing or too old: bad input, nothing ran), `ConfigurationError` (a folder
+    that cannot be made: bad input, nothing ran) or
     `BackendUnavailable` (npm missing or failed).
     """
     spec = spec_of(backend)

@@ -1139,24 +1139,14 @@ def install_command(
     ] = None,
 ) -> None:
     """Install a backend's pinned agent binary with npm, where unified finds it. Never global."""
-    from unified._binary.install import NodeUnavailable
-    from unified._cli.install import INSTALLABLE, install_binary
+    from unified._cli.install import INSTALLABLE
 
     name = {"gemini": "gemini-cli"}.get(backend, backend)
     if name not in INSTALLABLE:
         raise _fail(
             f"nothing to install for {backend!r}: choose one of {', '.join(sorted(INSTALLABLE))}", EXIT_BAD_INPUT
         )
-    try:
-        done = install_binary(name, prefix, os.environ)
-    except NodeUnavailable as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
-    except UnifiedError as exc:
-        raise _fail(str(exc)) from None
-    spec = done.spec
-    _say(f"{spec.name} {spec.version} {'installed' if done.ran else 'already installed'}: {done.binary}", style="green")
-    if not done.default_place:
-        _say(f"unified looks elsewhere by default: export {spec.env_var}={done.binary}", style="yellow")
+    _install(name, prefix)
 
 
 @app.command("install-gemini")
@@ -1185,7 +1175,7 @@ def _install(backend: str, prefix: Path | None) -> None:
 
     try:
         done = install_binary(backend, prefix, os.environ)
-    except NodeUnavailable as exc:
+    except (NodeUnavailable, ConfigurationError) as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except UnifiedError as exc:
         raise _fail(str(exc)) from None

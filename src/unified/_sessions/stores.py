@@ -56,7 +56,15 @@ import platformdirs
 from unified import _limits as limits
 from unified._environ import PerEnvironment
 from unified._exports import publish
-from unified._files import FSIZE_FIX, NotRegularFile, file_in_the_way, make_way, open_regular, write_atomically
+from unified._files import (
+    FSIZE_FIX,
+    NotRegularFile,
+    dangling_link_in_the_way,
+    file_in_the_way,
+    make_way,
+    open_regular,
+    write_atomically,
+)
 from unified._redaction import clip, redact
 from unified._sessions import spares
 from unified._sessions.records import (
@@ -501,7 +509,12 @@ def _unavailable(root: str | Path, what: str, exc: OSError) -> SessionStoreUnava
             hint=f"{make_way(blocker)} (or {other}); {keep}",
             details=details,
         )
-    if exc.errno == errno.ENOENT:  # a folder that cannot be made where the store is (under /proc)
+    if exc.errno in (errno.ENOENT, errno.EEXIST) and (link := dangling_link_in_the_way(where)) is not None:
+        fix = (
+            f"{link} is a symbolic link to {os.readlink(link)}, which does not exist: make that folder, point the "
+            f"link at one, or {other}"
+        )
+    elif exc.errno == errno.ENOENT:  # a folder that cannot be made where the store is (under /proc)
         fix = "point UNIFIED_DATA_DIR (or UNIFIED_SESSION_STORE_URL) at a folder that exists or can be made"
     elif exc.errno == errno.EFBIG:  # RLIMIT_FSIZE: it said to make the directory writable
         fix = f"{FSIZE_FIX}, or {other}"
@@ -1079,7 +1092,10 @@ class FileSessionStore(BlockingSessionStore):
                     candidate.unlink()
                     removed = True
             if not removed:
-                raise SessionNotFound(f"no {backend} session {session_id!r} in {path.parent.parent}") from None
+                raise SessionNotFound(  # two deletes of one session: the second said what, not what to do
+                    f"no {backend} session {session_id!r} in {path.parent.parent} (deleted already, or never saved)",
+                    hint="nothing was deleted; run `unified sessions list` to see the sessions there are",
+                ) from None
 
     def _failing(self, what: str, *, missing: bool = False) -> contextlib.AbstractContextManager[None]:
         """`_failing_at` this store's root."""

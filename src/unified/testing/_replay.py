@@ -137,8 +137,9 @@ def describe(path: Path) -> CassetteInfo:
     unreadable or malformed file.
     """
     if path.suffix not in (".jsonl", ".yaml", ".yml"):
-        raise ReplayError(
-            f"{path}: not a cassette (expected a .yaml vcrpy cassette or a .jsonl gemini-cli or claude-code transcript)"
+        raise ReplayError(  # the backends from their table: codex's transcripts were left out of this line
+            f"{path}: not a cassette (expected a .yaml vcrpy cassette or a .jsonl transcript of "
+            f"{', '.join(_TRANSCRIPT_BACKENDS[:-1])} or {_TRANSCRIPT_BACKENDS[-1]})"
         )
     if not path.is_file():
         raise ReplayError(f"{path}: {not_a_file(path)}; pass a cassette file")
@@ -790,11 +791,13 @@ def _option(outcome: Mapping[str, Any]) -> str:
 
 
 def _describe_claude(path: Path, meta: Mapping[str, Any], entries: list[dict[str, Any]]) -> CassetteInfo:
+    # the adapter always sends one: a transcript cut before it (whatever its metadata says of the prompt) had the
+    # stand-in answer the adapter's user message with nothing, and the replay waited out the 90 s stall bound
+    first = next((e["msg"] for e in entries if e["dir"] == "send" and e["msg"].get("type") == "user"), None)
+    if first is None:
+        raise ReplayError(f"{path}: the transcript never sends a user message (it was cut short?); record it again")
     prompt = meta.get("prompt")
     if not isinstance(prompt, str):
-        first = next((e["msg"] for e in entries if e["dir"] == "send" and e["msg"].get("type") == "user"), None)
-        if first is None:
-            raise ReplayError(f"{path}: the transcript never sends a user message")
         content = first.get("message", {}).get("content")
         prompt = content if isinstance(content, str) else ""
     model = meta.get("model")

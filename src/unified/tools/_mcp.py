@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from typing import Any
@@ -32,6 +33,24 @@ from unified.types import HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 __all__ = ["connect_server", "schema_problem", "tool_name"]
 
 
+class _OneLineLog(logging.Filter):
+    """The mcp SDK logs a failed SSE connection (a server answering HTML, a 404) with `logger.exception`: with no
+    logging set up, Python's last-resort handler wrote "Encountered SSE exception" and the SDK's whole traceback to
+    the caller's stderr, beside the typed `McpConnectError` that already says what happened (round 23, measured).
+    The record keeps its level and text, its exception said in one line (secrets replaced), without the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            line = f"{record.getMessage()}: {type(error).__name__}: {clip(str(error), 300, more='…')}"
+            record.msg, record.args, record.exc_info, record.exc_text = redactor()(line), None, None, None
+        return True
+
+
+for _logger in ("mcp.client.sse", "mcp.client.streamable_http"):  # a filter of "mcp.client" misses its children's
+    logging.getLogger(_logger).addFilter(_OneLineLog())
+
+
 def tool_name(server: str, tool: str) -> str:
     """`mcp__<server>__<tool>`, reduced to the characters and 64-char length function names allow
     (`_policy.function_name`, which a rule naming the full name is read through too)."""
@@ -42,12 +61,15 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     """Why a server's input schema cannot be a function declaration's parameters, or None. Such a tool is left out
     with a warning (`ToolRuntime.connect_mcp`), as a name already taken is: the declaration adds `wait_for_previous`
     to the schema's `properties`, so `"properties": []` from a hostile server raised a TypeError at the run's start
-    (the run failed, whatever the other tools), and a type other than an object is refused by the API at every turn."""
+    (the run failed, whatever the other tools), and a type other than an object is refused by the API at every turn.
+    A parameter of the declaration's own name was replaced by it, and a call's value of it never reached the tool."""
     kind = schema.get("type", "object")
     if kind != "object":
         return f"its input schema is of type {clip(json.dumps(kind), 40, more='…')}, not an object"
     if not isinstance(schema.get("properties", {}), dict):
         return "its input schema's properties are not an object"
+    if "wait_for_previous" in schema.get("properties", {}):  # the declaration's flag replaced it, the call dropped it
+        return "its input schema has a parameter named wait_for_previous, unified's own, which the tool would never get"
     if limits.too_deep(schema):
         return f"its input schema is nested deeper than {limits.MAX_JSON_DEPTH} levels"
     return None

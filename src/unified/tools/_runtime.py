@@ -413,7 +413,10 @@ class ToolRuntime:
                     cause = cause.exceptions[0]
                 # its own URL's credentials and headers too: an HTTP client's error quotes the URL whole
                 clean = redactor(extra=(*self._secrets, *mcp.server_secrets(server)))
-                reason = clean(f"{type(cause).__name__}: {cause}")
+                # on one line: an HTTP client's error runs on ("...\nRedirect location: '/'\nFor more information ...")
+                reason = clean(
+                    "; ".join(filter(None, (part.strip() for part in f"{type(cause).__name__}: {cause}".split("\n"))))
+                )
                 if isinstance(server, StdioMcpServer) and str(cause) == "Connection closed":  # the mcp SDK's words
                     reason += f" ({CLOSED_BEFORE_ANSWERING})"
                 errors.append(McpConnectError(server.name, f"MCP server {server.name!r} failed to start: {reason}"))
