@@ -1,13 +1,17 @@
 """Red team, round 35: unified's own file and search tools, with arguments a model chose (it may have read a prompt
 injection), against confinement, protected paths and bounded resources.
 
-Hole (each test marked SUCCEEDED before fails on the code before its fix):
+Holes (each test marked SUCCEEDED before fails on the code before its fix):
 
 - a protected name spelled with a code point HFS+ leaves out when it compares names (U+200C, U+200D, the bidi marks,
   U+206A-U+206F, U+FEFF: git's `is_hfs_dotgit` skips the same, CVE-2014-9390) was not protected: in auto_edit,
   `write_file .g<U+200C>it/hooks/pre-commit` was written unasked, and on an HFS+ volume (macOS before APFS, an
   external disk formatted so) that file is `.git/hooks/pre-commit`, run by the user's next `git commit`. Now
-  `_protected._folded_name` removes them before a path is matched, for the file tools and the shell judging alike.
+  `_protected._folded_name` removes them before a path is matched, for the file tools and the shell judging alike;
+- list_dir's `ignore` globs (at most 100) had no length bound and were compiled on the event loop, where RE2's
+  compile holds the GIL: 100 globs of 40,000 `?` stopped every task of the host for 66 s and held 825 MB. Now each
+  has at most `LIST_DIR_IGNORE_MAX_CHARS` (1,024; a name has at most 255 bytes): the same call is invalid at once,
+  and 100 globs at the bound take 0.7 s.
 
 Pins (held before and after): `/proc/self/root/...`, `/proc/self/cwd/...` and `/dev/fd/N` naming a file outside
 the workspace; a hard link to an outside file, and to a credential file (refused by inode); a write to a hard link of
@@ -30,7 +34,7 @@ import pytest
 
 from tests.security.file_tool_calls import SECRET, Call, call, error, output, outside, text_of
 from unified.tools import ToolCall, ToolError, ToolRuntime, _safe_io
-from unified.tools._files import EDIT_MAX_BYTES
+from unified.tools._files import EDIT_MAX_BYTES, LIST_DIR_IGNORE_MAX_CHARS, LIST_DIR_MAX_IGNORE
 from unified.tools._paths import Workspace
 from unified.tools._protected import shell_protected
 from unified.tools._shell_syntax import parse
@@ -191,6 +195,27 @@ async def test_a_name_with_a_line_feed_or_a_bidi_override_fakes_no_line(call: Ca
         shown = output(outcome)
         assert not any(line.startswith("Error:") for line in shown.splitlines())
         assert "\u202e" not in shown
+
+
+# --- the hole: list_dir's ignore globs, compiled on the event loop ------------------------------------------------
+
+
+async def test_a_list_dir_ignore_glob_longer_than_any_name_is_refused_before_compiling(call: Call, ws: Path) -> None:
+    """SUCCEEDED before: each glob was compiled on the event loop, holding the GIL; 100 globs of 40,000 `?` stopped
+    every task of the host for 66 s and held 825 MB. Now one over `LIST_DIR_IGNORE_MAX_CHARS` is invalid."""
+    (ws / "a.txt").write_text("x")
+    outcome = await call("list_dir", dir_path=".", ignore=["?" * 40_000])
+    assert f"at most {LIST_DIR_IGNORE_MAX_CHARS} characters" in error(outcome)
+
+
+async def test_the_most_ignore_globs_of_the_longest_length_still_list(call: Call, ws: Path) -> None:
+    """Pin: the bounds themselves are accepted (and compile in under a second)."""
+    (ws / "a.txt").write_text("x")
+    (ws / "b.log").write_text("x")
+    ignore = ["*.log", *(f"{n:04}" + "?" * (LIST_DIR_IGNORE_MAX_CHARS - 4) for n in range(LIST_DIR_MAX_IGNORE - 1))]
+    shown = output(await call("list_dir", dir_path=".", ignore=ignore))
+    assert "a.txt" in shown
+    assert "b.log" not in shown
 
 
 # --- pins: bounded work ---------------------------------------------------------------------------------------------
