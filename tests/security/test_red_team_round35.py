@@ -11,7 +11,12 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 - list_dir's `ignore` globs (at most 100) had no length bound and were compiled on the event loop, where RE2's
   compile holds the GIL: 100 globs of 40,000 `?` stopped every task of the host for 66 s and held 825 MB. Now each
   has at most `LIST_DIR_IGNORE_MAX_CHARS` (1,024; a name has at most 255 bytes): the same call is invalid at once,
-  and 100 globs at the bound take 0.7 s.
+  and 100 globs at the bound take 0.7 s;
+- search read its time budget's clock and its stop flag only as it read a chunk (256 KiB), not before each line:
+  a pattern RE2's DFA cannot hold (`(?:a|b)` 3,000 times, 21,000 characters, accepted) took 5.5 s a line of 60,000
+  characters, so a chunk's lines ran minutes past the 30 s budget, and on after the call was cancelled. Now both are
+  read each time about one longest line (64 Ki characters) was searched (one such line may still run long: left
+  open). No cost measured: 21 MB of 700,000 short lines searched in 2.13 s, 2.14 s before.
 
 Pins (held before and after): `/proc/self/root/...`, `/proc/self/cwd/...` and `/dev/fd/N` naming a file outside
 the workspace; a hard link to an outside file, and to a credential file (refused by inode); a write to a hard link of
@@ -33,8 +38,10 @@ from pathlib import Path
 import pytest
 
 from tests.security.file_tool_calls import SECRET, Call, call, error, output, outside, text_of
-from unified.tools import ToolCall, ToolError, ToolRuntime, _safe_io
+from unified import _limits as limits
+from unified.tools import ToolCall, ToolError, ToolRuntime, _safe_io, _search
 from unified.tools._files import EDIT_MAX_BYTES, LIST_DIR_IGNORE_MAX_CHARS, LIST_DIR_MAX_IGNORE
+from unified.tools._ignore import Budget, BudgetSpent
 from unified.tools._paths import Workspace
 from unified.tools._protected import shell_protected
 from unified.tools._shell_syntax import parse
@@ -216,6 +223,58 @@ async def test_the_most_ignore_globs_of_the_longest_length_still_list(call: Call
     shown = output(await call("list_dir", dir_path=".", ignore=ignore))
     assert "a.txt" in shown
     assert "b.log" not in shown
+
+
+# --- the hole: a slow pattern ran a whole chunk's lines past the time budget and a cancelled call -------------------
+
+
+class _SlowPattern:
+    """A pattern each search of which takes 10 s, as RE2 takes on a pattern its DFA cannot hold: the budget's deadline
+    is moved 10 s earlier instead of the clock later."""
+
+    def __init__(self, budget: Budget, stop: _safe_io.StopFlag | None = None) -> None:
+        self.budget, self.stop, self.searched = budget, stop, 0
+
+    def search(self, text: str) -> None:
+        self.searched += 1
+        self.budget.deadline -= 10.0
+        if self.stop is not None:
+            self.stop.set()  # the call is cancelled while this line is searched
+
+
+def _lines_file(ws: Path) -> int:
+    (ws / "a.txt").write_text(("ab" * 16_500 + "\n") * 100)  # 100 lines of 33,000 characters, 8 a chunk
+    return os.open(ws / "a.txt", os.O_RDONLY)
+
+
+def test_a_slow_pattern_stops_at_the_time_budget_within_a_chunk(ws: Path) -> None:
+    """SUCCEEDED before: the clock was read only as a chunk was read, so a chunk's 8 lines were searched (80 s of a
+    30 s budget). Now it is read each time about one longest line was searched: 3 lines."""
+    budget = Budget()
+    rx = _SlowPattern(budget)
+    fd = _lines_file(ws)
+    try:
+        with pytest.raises(BudgetSpent, match="it ran for"):
+            _search._scan_file(fd, ws / "a.txt", rx, [], 200, _safe_io.StopFlag(), budget)  # type: ignore[arg-type]
+    finally:
+        os.close(fd)
+    assert rx.searched <= limits.SEARCH_TIME_BUDGET_S / 10 + 1
+
+
+def test_a_cancelled_search_stops_at_the_next_line(ws: Path) -> None:
+    """SUCCEEDED before: the stop flag was checked only between chunks, so a cancelled search went on through the
+    chunk's lines (8 here, each up to 64 Ki characters searched). Now it stops once about one longest line was
+    searched since: after the first line here."""
+    stop, budget = _safe_io.StopFlag(), Budget()
+    budget.deadline += 1e6  # only the stop flag ends it
+    rx = _SlowPattern(budget, stop)
+    fd = _lines_file(ws)
+    try:
+        with pytest.raises(_safe_io.WorkStopped):
+            _search._scan_file(fd, ws / "a.txt", rx, [], 200, stop, budget)  # type: ignore[arg-type]
+    finally:
+        os.close(fd)
+    assert rx.searched == 1
 
 
 # --- pins: bounded work ---------------------------------------------------------------------------------------------
