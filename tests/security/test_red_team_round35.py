@@ -315,6 +315,8 @@ async def test_a_glob_of_many_globstars_over_a_deep_tree_ends(call: Call, ws: Pa
         ".vscode/tasks.json",
         ".envrc",
         "vendor/lib/.git/config",
+        "sub/.git",
+        ".Git/Hooks/post-merge",
     ],
 )
 async def test_autorun_files_are_asked_in_auto_edit(ws: Path, path: str) -> None:

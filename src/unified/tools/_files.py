@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -451,7 +451,7 @@ async def edit_file(config: FileConfig, p: EditFileParams, progress: Progress) -
 
 class ListDirParams(Params):
     dir_path: str = Field(default=".", description="Directory to list; the workspace root if left out.")
-    ignore: list[Annotated[str, Field(max_length=LIST_DIR_IGNORE_MAX_CHARS)]] = Field(
+    ignore: list[str] = Field(
         default_factory=list,
         max_length=LIST_DIR_MAX_IGNORE,
         description=f"Glob patterns of entry names to leave out (at most {LIST_DIR_MAX_IGNORE}, "
@@ -472,6 +472,12 @@ def _shows_as_dir(workspace: Workspace, directory: Path, entry: os.DirEntry[str]
 async def list_dir(config: FileConfig, p: ListDirParams, progress: Progress) -> ToolOutput:
     path = await config.workspace.resolve(p.dir_path)
     shown = config.workspace.display(path)
+    long = next((g for g in p.ignore if len(g) > LIST_DIR_IGNORE_MAX_CHARS), None)
+    if long is not None:
+        raise ToolError(
+            f"An ignore glob may have at most {LIST_DIR_IGNORE_MAX_CHARS} characters (a name has at most 255 bytes); "
+            f"{quoted(long)} has {len(long):,}: give a shorter one."
+        )
     patterns = [glob_regex(g) for g in p.ignore]
     cap = limits.LIST_DIR_MAX_ENTRIES
 
