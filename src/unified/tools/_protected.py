@@ -267,17 +267,29 @@ class ProtectedPaths:
 
     def match(self, relative: str) -> str | None:
         """The pattern a `/`-separated relative path matches, at any depth; None if none does."""
-        found = self.regex.search(relative.casefold())
+        found = self.regex.search(_folded_name(relative))
         if found is None:
             return None
         return next(p for p, g in zip(self.patterns, found.groups(), strict=True) if g is not None)
 
     def match_holder(self, relative: str) -> str | None:
         """The protected directory a relative path names (`.vscode`, `.config/git`), if any."""
-        found = self.holder_regex.search(relative.casefold()) if self.holder_regex is not None else None
+        found = self.holder_regex.search(_folded_name(relative)) if self.holder_regex is not None else None
         if found is None:
             return None
         return next(h for h, g in zip(self.holders, found.groups(), strict=True) if g is not None)
+
+
+_HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+"""Code points HFS+ leaves out when it compares names (git's `is_hfs_dotgit` skips the same): on such a volume
+(macOS before APFS, and external disks formatted so) `.g<U+200C>it/config` is `.git/config`."""
+
+
+def _folded_name(relative: str) -> str:
+    """A relative path in the one form the patterns are matched in: its case folded and `_HFS_IGNORED` removed,
+    so that every spelling a file system may take for a protected name is one (round 35: a zero-width non-joiner
+    in `.git` was written unasked in auto_edit)."""
+    return _HFS_IGNORED.sub("", relative).casefold()
 
 
 def _holders(patterns: Sequence[str]) -> tuple[str, ...]:
