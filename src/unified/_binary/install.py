@@ -205,34 +205,41 @@ def _native_node(path: str) -> bool:
 
 
 _REAL_NODE: dict[tuple[str, FileSignature | None, str | None], str] = {}
-"""Per shim (its path and `file_signature`) and PATH, the Node.js it named: asked once per process."""
+"""Per `node` found on PATH (its path and `file_signature`, which a link repointed or a file replaced changes) and
+PATH, the Node.js that runs: looked at once per process, not at every run's start (its real path and first bytes
+were ~40 us of each; a shim's answer, a process)."""
 
 
 def _real_node(found: str, env: Mapping[str, str]) -> str:
     """The Node.js executable `found` (the `node` on PATH) runs: itself (its real path) when it is Node.js, else what
     it names as `process.execPath` when asked from the root folder (`/`, `PWD` too), where no repository's version
     file can steer it; a `NodeUnavailable` saying so when it names none."""
-    real = os.path.realpath(found)
-    if _native_node(real):
-        return real
-    key = (real, file_signature(Path(real)), env.get("PATH"))
+    key = (found, file_signature(Path(found)), env.get("PATH"))
     known = _REAL_NODE.get(key)
-    if known is not None and _native_node(known):
+    if known is not None and os.access(known, os.X_OK):  # a shim's answer may have gone since: asked again
         return known
-    answer = _program_output([found, "-p", "process.execPath"], {**env, "PWD": os.sep}, cwd=os.sep)
+    real = os.path.realpath(found)
+    node = real if _native_node(real) else _asked_from_root(found, env)
+    if len(_REAL_NODE) < 16:
+        _REAL_NODE[key] = node
+    return node
+
+
+def _asked_from_root(shim: str, env: Mapping[str, str]) -> str:
+    """The Node.js `shim` names as its `process.execPath` when started in the root folder (`/`, `PWD` too), or a
+    `NodeUnavailable` saying it named none."""
+    answer = _program_output([shim, "-p", "process.execPath"], {**env, "PWD": os.sep}, cwd=os.sep)
     said = answer[1].strip() if answer is not None else ""
     if answer is None or answer[0] != 0 or not os.path.isabs(said) or not _native_node(said):
         why = "did not answer" if answer is None else f"answered {said[:200]!r}"
         raise NodeUnavailable(
-            f"the node on PATH ({found}) is not Node.js but a launcher (a version manager's shim?), and asked from "
+            f"the node on PATH ({shim}) is not Node.js but a launcher (a version manager's shim?), and asked from "
             f"{os.sep} which Node.js it runs, it {why}: unified starts the agent binary with Node.js itself, never "
             "through a shim that picks its Node by the folder the run is in (a repository could name its own)",
             hint="give your version manager a global Node.js version (`asdf set -u nodejs ...`, `mise use -g "
             f"node@...`), or put Node.js itself first on PATH; {NODE_HINT}",
-            details={"node": found},
+            details={"node": shim},
         )
-    if len(_REAL_NODE) < 16:
-        _REAL_NODE[key] = said
     return said
 
 
