@@ -153,6 +153,17 @@ class FolderTrust:
     def trusted(self) -> bool:
         return cli_trusts(self.cwd, self.env, self.home, self.system)
 
+    @functools.cached_property
+    def env_file(self) -> Path | None:
+        """The `.env` the CLI loads here where it trusts the folder (`_env_file`), looked up once a start: the start's
+        special files and its `.env`'s variables are both judged by it."""
+        return _env_file(self.cwd, self.home, trusted=True)
+
+    @functools.cached_property
+    def untrusted_env_file(self) -> Path | None:
+        """The `.env` the CLI loads here where it does not trust the folder (no `.gemini/.env`), looked up once."""
+        return _env_file(self.cwd, self.home, trusted=False)
+
 
 def workspace_refusal(folder: FolderTrust) -> str | None:
     """Why the run must not start in `folder.cwd`: its `.gemini/settings.json` sets what `UNSAFE_SETTINGS` names (or is
@@ -264,11 +275,11 @@ def env_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
     dotenv reads it (`_LINE_BREAK`, `_ASSIGNMENT`). Unsure (a file too large or unreadable): refused. The refusal's
     message and hint."""
     keyless = not any(folder.env.get(name) for name in KEY_VARIABLES)
-    path = _env_file(folder.cwd, folder.home, trusted=True)  # the file the CLI loads where it trusts the folder
+    path = folder.env_file  # the file the CLI loads where it trusts the folder
     if path is None or not (keyless or folder.trusted):  # a file system look only when there is one
         return None
     if not folder.trusted:
-        path = _env_file(folder.cwd, folder.home, trusted=False)  # an untrusted folder's `.gemini/.env` is not read
+        path = folder.untrusted_env_file  # an untrusted folder's `.gemini/.env` is not read
         if path is None:
             return None
     watched = (KEY_VARIABLES if keyless else ()) if folder.trusted else UNTRUSTED_KEYS
@@ -313,7 +324,7 @@ def special_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
     CLI cannot read it and goes on, or refuses to start saying so). The refusal's message and hint."""
     cwd, home = folder.cwd, folder.home
     candidates: list[Path | None] = [] if cwd == home.resolve() else [cwd / ".gemini" / "settings.json"]
-    candidates += [_env_file(cwd, home, trusted=True), _env_file(cwd, home, trusted=False)]
+    candidates += [folder.env_file, folder.untrusted_env_file]
     for path in dict.fromkeys(path for path in candidates if path is not None):
         try:
             mode = path.stat().st_mode
