@@ -28,6 +28,7 @@ __all__ = [
     "json_type",
     "loaded_well_formed",
     "nearest",
+    "one_line",
     "well_formed",
     "well_formed_json",
 ]
@@ -114,3 +115,13 @@ def choose_one_of(value: str, choices: Iterable[str]) -> str:
     listed = list(choices)
     near = nearest(value, listed)
     return f"{f'did you mean {near!r}? ' if near else ''}choose one of: {', '.join(listed)}"
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: a message built for a log or a terminal (a list, a quoted stderr, an HTTP client's error
+    that runs on over lines) joined with `; `, but for a line that introduces the next (ends with `:`), which a space
+    follows ("matches 2 sessions:; 1a2b..." before round 21)."""
+    joined = ""
+    for line in filter(None, (line.strip() for line in text.splitlines())):
+        joined += ((" " if joined.endswith(":") else "; ") + line) if joined else line
+    return joined

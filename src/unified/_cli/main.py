@@ -32,6 +32,7 @@ from anyio import CancelScope
 from unified._cli.demo_backends import DEMO_BACKENDS, not_one_of
 from unified._cli.serve import FAKE_SERVERS, FakeServer, ServedFake
 from unified._redaction import clip, redact, redact_key_shapes
+from unified._text import one_line
 from unified.errors import ConfigurationError, SessionNotFound, UnifiedError
 
 if TYPE_CHECKING:
@@ -205,15 +206,6 @@ def _say(text: str, *, style: str = "", stderr: bool = False) -> None:
     _console(stderr=stderr).print(Text(visible(redact(text)), style=style))
 
 
-def _one_line(text: str) -> str:
-    """`text` on one line: a message built for a log (a list, a quoted stderr) joined with `; `, but for a line that
-    introduces the next (ends with `:`), which a space follows ("matches 2 sessions:; 1a2b..." before round 21)."""
-    joined = ""
-    for line in filter(None, (line.strip() for line in text.splitlines())):
-        joined += ((" " if joined.endswith(":") else "; ") + line) if joined else line
-    return joined
-
-
 _JSON_ERRORS: ContextVar[bool] = ContextVar("unified_cli_json_errors", default=False)
 """Set by `main` for `unified run ... --json` and the other event commands (`_wants_json_errors`): each failure is an
 `error` event on stdout too."""
@@ -235,7 +227,7 @@ def _error_line(message: str, code: str = "configuration_error") -> None:
     """`error: <message>` on one line of stderr; under `run --json` also the `error` event a failing run gives
     (`code`, the message with its hint in parentheses, fatal), one line on stdout: a caller parsing only the JSON
     sees why nothing ran, not an empty stdout. A stdout that is gone is left at that: the exit code says the error."""
-    line = _one_line(message)
+    line = one_line(message)
     _say(f"error: {line}", style="bold red", stderr=True)
     if not _JSON_ERRORS.get():
         return
@@ -1284,7 +1276,7 @@ def sessions_list(
             _say(f"  {s.backend} {s.short_id}: {s.problem.message} ({s.problem.hint})", style="yellow")
     reasons: dict[str, list[str]] = {}  # one misconfigured store made every backend say the same thing
     for name, why in listing.unavailable.items():
-        reasons.setdefault(_one_line(why), []).append(name)
+        reasons.setdefault(one_line(why), []).append(name)
     for why, names in reasons.items():
         _say(f"sessions of {', '.join(names)} are not available: {why}", style="yellow", stderr=True)
     if searched_none:
@@ -1435,7 +1427,7 @@ def _main(argv: list[str] | None) -> int:
         if os.environ.get("UNIFIED_DEBUG") == "1":
             raise
         _error_line(
-            f"unexpected {type(exc).__name__}: {_one_line(str(exc))} (a bug in unified; rerun with "
+            f"unexpected {type(exc).__name__}: {one_line(str(exc))} (a bug in unified; rerun with "
             "UNIFIED_DEBUG=1 for the traceback and report it)",
             "internal_error",
         )

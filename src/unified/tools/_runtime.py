@@ -25,7 +25,7 @@ from unified._exports import publish
 from unified._internal.imports import import_off_loop
 from unified._internal.models import ToolFamily
 from unified._redaction import Redactor, clip, redactor
-from unified._text import well_formed, well_formed_json
+from unified._text import one_line, well_formed, well_formed_json
 from unified.errors import RunStopped
 from unified.events import (
     PermissionDecision,
@@ -414,9 +414,7 @@ class ToolRuntime:
                 # its own URL's credentials and headers too: an HTTP client's error quotes the URL whole
                 clean = redactor(extra=(*self._secrets, *mcp.server_secrets(server)))
                 # on one line: an HTTP client's error runs on ("...\nRedirect location: '/'\nFor more information ...")
-                reason = clean(
-                    "; ".join(filter(None, (part.strip() for part in f"{type(cause).__name__}: {cause}".split("\n"))))
-                )
+                reason = clean(one_line(f"{type(cause).__name__}: {cause}"))
                 if isinstance(server, StdioMcpServer) and str(cause) == "Connection closed":  # the mcp SDK's words
                     reason += f" ({CLOSED_BEFORE_ANSWERING})"
                 errors.append(McpConnectError(server.name, f"MCP server {server.name!r} failed to start: {reason}"))
