@@ -25,6 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from unified import _limits as limits
 from unified._redaction import Redactor, clip, given_secrets, redactor, secret_values
+from unified._text import one_line
 from unified.tools._base import InlineData, Progress, ToolError, ToolOutput, ToolSpec
 from unified.tools._mcp_transport import FaultWatch, capped_http_client, capped_stdio
 from unified.tools._policy import function_name
@@ -42,7 +43,7 @@ class _OneLineLog(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
         if error is not None:
-            line = f"{record.getMessage()}: {type(error).__name__}: {clip(str(error), 300, more='…')}"
+            line = f"{record.getMessage()}: {type(error).__name__}: {clip(one_line(str(error)), 300, more='…')}"
             record.msg, record.args, record.exc_info, record.exc_text = redactor()(line), None, None, None
         return True
 
