@@ -28,7 +28,7 @@ from unified.events import WarningEvent
 from unified.sessions import SessionInfo, SessionStore, StoredSession, short_id_of
 from unified.types import ExecuteParams
 
-__all__ = ["SharedFiles", "run_binary", "run_shared", "session_lease", "shared_store"]
+__all__ = ["SharedFiles", "run_binary", "session_lease"]
 
 
 def shared_store(params: ExecuteParams) -> SessionStore | None:
