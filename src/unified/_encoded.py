@@ -192,30 +192,30 @@ def _expanded(data: bytes | None, budget: list[int]) -> bytes | None:
     if data is None or len(data) > limit:
         return None
     head = data[:6]
+    out: bytes | None
     if head[:2] == b"\x1f\x8b" or (head[:1] == b"\x78" and int.from_bytes(head[:2], "big") % 31 == 0):
-        out: bytes | None = _inflated(data, limit)
+        out = _inflated(data, limit)
+    elif head[:3] == b"BZh" or head == b"\xfd7zXZ\x00":
+        out = _unpacked(data, limit)
     else:
-        import bz2  # only for a block that is one of theirs: 1.5 ms of imports kept out of every start
-        import lzma
-
-        try:
-            if head[:3] == b"BZh":
-                unbz = bz2.BZ2Decompressor()
-                out = unbz.decompress(data, limit + 1)
-                more = not unbz.eof and not unbz.needs_input
-            elif head == b"\xfd7zXZ\x00":
-                unxz = lzma.LZMADecompressor()
-                out = unxz.decompress(data, limit + 1)
-                more = not unxz.eof and not unxz.needs_input
-            else:
-                out, more = data, False
-        except (OSError, EOFError, lzma.LZMAError):
-            return None
-        out = None if more else out
+        out = data
     if out is None or len(out) > limit:
         return None
     budget[0] -= len(out)
     return out
+
+
+def _unpacked(data: bytes, limit: int) -> bytes | None:
+    """bzip2 or xz `data` (by its signature) decompressed, at most `limit` bytes; None past it or when it is corrupt."""
+    import bz2  # only for a block that is one of theirs: 1.5 ms of imports kept out of every start
+    import lzma
+
+    unpacker = bz2.BZ2Decompressor() if data[:3] == b"BZh" else lzma.LZMADecompressor()
+    try:
+        out = unpacker.decompress(data, limit + 1)
+    except (OSError, EOFError, lzma.LZMAError):
+        return None
+    return None if not unpacker.eof and not unpacker.needs_input else out
 
 
 _CHUNK = 4096
