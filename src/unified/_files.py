@@ -23,7 +23,7 @@ import io
 import os
 import secrets
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -169,28 +169,33 @@ def file_in_the_way(path: str | os.PathLike[str] | None) -> Path | None:
     """The file (anything but a folder) standing at `path` or at one of its parents, where a folder should be: what
     an ENOTDIR ("Not a directory", naming the path being made, not the file) or a mkdir's EEXIST is about. None
     when the nearest existing one is a folder, or `path` is None."""
-    if path is None:
-        return None
-    target = Path(os.fsdecode(path))
-    for candidate in (target, *target.parents):
-        try:
-            status = os.stat(candidate)
-        except OSError:
-            continue
-        return None if stat.S_ISDIR(status.st_mode) else candidate
-    return None
+    found = _nearest(path, os.stat)
+    return None if found is None or stat.S_ISDIR(found[1].st_mode) else found[0]
 
 
 def dangling_link_in_the_way(path: str | os.PathLike[str] | None) -> Path | None:
     """The symbolic link to nothing at `path` or at the nearest of its parents that is there: a store's root given as
     such a link made `mkdir` fail with "File exists" (or a folder under it with "No such file or directory"), and the
     advice was to make the folder writable. None when the nearest one there is no dangling link, or `path` is None."""
+    found = _nearest(path, os.lstat)
+    if found is None or not stat.S_ISLNK(found[1].st_mode) or os.path.exists(found[0]):
+        return None
+    return found[0]
+
+
+def _nearest(
+    path: str | os.PathLike[str] | None, look: Callable[[Path], os.stat_result]
+) -> tuple[Path, os.stat_result] | None:
+    """The nearest of `path` and its parents that `look` (`os.stat`, following links; `os.lstat`, not) finds, with
+    what it found; None when none is found or `path` is None."""
     if path is None:
         return None
     target = Path(os.fsdecode(path))
     for candidate in (target, *target.parents):
-        if os.path.lexists(candidate):
-            return candidate if candidate.is_symlink() and not candidate.exists() else None
+        try:
+            return candidate, look(candidate)
+        except OSError:
+            continue
     return None
 
 
