@@ -17,9 +17,14 @@ ended; so the first call of request `max_turns` (`StreamJsonTranslator.past_cap`
 the line is even handled. Its calls are
 answered "not run" (as the shared agent loop does), the run ends `max_turns`, and the session resumes from the chat
 file the CLI wrote up to then (`repair_session` mends what the kill left, with a `session_repaired` warning).
-Measured on 0.61 against FakeGemini, a model that calls read_file for ever, `max_turns=2`: 2 requests in each of 24
-runs, 16 of them two at a time on a machine loaded to 5. In principle it is a race: a request whose stream has
-ended could have its calls run and the next request sent before the kill lands.
+It is a race that unified can lose: a request whose stream has ended can have its calls run and the next request
+sent before the kill lands (no gate holds the CLI there headless; its own `maxSessionTurns` would, but it reads that
+only from settings files, and the system one unified writes only when root owns it). Measured on 0.61 against
+FakeGemini, a model that calls read_file for ever, `max_turns=2`: 2 requests in 24 of 24 runs two at a time on a
+loaded machine, but 3 requests in 3 of 24 runs six at once on two cores, the calls of request 2 run (the run still
+ended `max_turns`, the third answer not shown). A request whose stream is still open when its first call is
+announced never loses it (18 of 18 runs six at once; tests/e2e/conformance/test_max_turns.py). Over ACP, which
+asks before each call, the cap is exact.
 """
 
 from __future__ import annotations
