@@ -14,17 +14,19 @@ per-turn usage (one total at the end) and images.
 settings files: see docs/backends/gemini-cli.md), but nobody can be asked here: headless, the CLI announces each
 call of a model request while that request streams and runs them, then sends the next request, only once it has
 ended; so the first call of request `max_turns` (`StreamJsonTranslator.past_cap`) kills the process at once, before
-the line is even handled. Its calls are
-answered "not run" (as the shared agent loop does), the run ends `max_turns`, and the session resumes from the chat
-file the CLI wrote up to then (`repair_session` mends what the kill left, with a `session_repaired` warning).
+the line is even handled. Its calls are answered "not run" (as the shared agent loop does), the run ends `max_turns`,
+and the session resumes from the chat file the CLI wrote up to then (`repair_session` mends what the kill left, with a
+`session_repaired` warning).
+
 It is a race that unified can lose: a request whose stream has ended can have its calls run and the next request
 sent before the kill lands (no gate holds the CLI there headless; its own `maxSessionTurns` would, but it reads that
 only from settings files, and the system one unified writes only when root owns it). Measured on 0.61 against
 FakeGemini, a model that calls read_file for ever, `max_turns=2`: 2 requests in 24 of 24 runs two at a time on a
 loaded machine, but 3 requests in 3 of 24 runs six at once on two cores, the calls of request 2 run (the run still
-ended `max_turns`, the third answer not shown). A request whose stream is still open when its first call is
-announced never loses it (18 of 18 runs six at once; tests/e2e/conformance/test_max_turns.py). Over ACP, which
-asks before each call, the cap is exact.
+ended `max_turns`, the third answer not shown). Calls the CLI ran before the kill landed are reported as they ran,
+from the results it had written (`_ran_before_the_kill`), never as "not run". A request whose stream is still open
+when its first call is announced never loses it (18 of 18 runs six at once; tests/e2e/conformance/test_max_turns.py).
+Over ACP, which asks before each call, the cap is exact.
 """
 
 from __future__ import annotations
@@ -232,6 +234,11 @@ class StreamJsonTranslator:
             return False
         return turns + self._next_request >= max_turns
 
+    def answers_a_call(self, data: Mapping[str, Any]) -> bool:
+        """Whether `data` is the result of a call announced and not yet answered."""
+        call_id = str(data.get("tool_id") or "")
+        return data.get("type") == "tool_result" and call_id in self._tools and call_id not in self._answered
+
     def not_run(self, reason: str) -> list[PermissionDecision | ToolResult]:
         """Each call announced and never answered, denied and answered `reason` (the run stopped it), once."""
         items: list[PermissionDecision | ToolResult] = []
@@ -363,6 +370,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
     # A new session's lease, once its id comes (`_relocate.session_lease`; a resume's is the backend's).
     leases = contextlib.AsyncExitStack()
     stopped = False
+    ran = 0  # of a capped run, the calls the CLI had run before the kill landed (`_ran_before_the_kill`)
     lost: MalformedLine | None = None  # the model's answer, on a line dropped unread
     try:
         sweep_debug_logs(keep=log.path.name)
@@ -408,6 +416,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
                             await _handle_line(ctx, translator, data, folding)
                             if capped:
                                 stopped = True
+                                ran = await _ran_before_the_kill(ctx, translator, child, folding)
                                 for item in translator.not_run(
                                     f"not run: the run reached max_turns={params.max_turns}"
                                 ):
@@ -439,7 +448,11 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
     await ctx.end_message()
     short = short_id_of(translator.session_id) if translator.session_id else None
     if stopped:
-        said = f"stopped after max_turns={params.max_turns} model requests; the last turn's calls were not run"
+        said = f"stopped after max_turns={params.max_turns} model requests; " + (
+            f"{ran} of the last turn's calls had run before the CLI could be stopped, the rest were not run"
+            if ran
+            else "the last turn's calls were not run"
+        )
         return RunOutcome(status="max_turns", short_id=short, error=said)
     if final is not None and final.get("status") == "error":
         raise error_from_result(as_dict(final.get("error")), code)
@@ -465,6 +478,34 @@ async def _give_prompt(child: AgentSubprocess, prompt: bytes) -> None:
     with contextlib.suppress(ConnectionError):
         await child.write(prompt)
     await child.end_input()
+
+
+DRAIN_S = 5.0
+"""How long a killed CLI's remaining output is read for (`_ran_before_the_kill`): the pipe ends as the process
+group dies, at once but for a process that escaped it."""
+
+
+async def _ran_before_the_kill(
+    ctx: RunContext, translator: StreamJsonTranslator, child: AgentSubprocess, folding: Folding
+) -> int:
+    """The results of the calls that ran before the kill at the cap landed (the module docstring's race: the CLI ran
+    them and went on while unified read the line that stopped it), read from what the killed CLI had written: such a
+    call is reported as it ran, not as "not run". Only those results: the rest (a later request's answer) is the
+    model's going past the cap and not shown. How many there were."""
+    ran = 0
+    with anyio.move_on_after(DRAIN_S):
+        while True:
+            try:
+                line = await child.receive()
+            except MalformedLine:
+                continue
+            if line is None:
+                break
+            data = parse_object(line)
+            if isinstance(data, dict) and translator.answers_a_call(data):
+                await _handle_line(ctx, translator, data, folding)
+                ran += 1
+    return ran
 
 
 async def _handle_line(
