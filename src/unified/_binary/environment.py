@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,7 @@ __all__ = [
     "cache_folder",
     "child_env",
     "file_signature",
+    "private_cache_folder",
 ]
 
 BASIC_ENV = frozenset(
@@ -194,6 +196,17 @@ def cache_file(folder: str, stem: str, suffix: str, text: str) -> Path:
 def cache_folder(folder: str) -> Path:
     """unified's cache folder `folder` (not made here: for a binary that makes and fills its own)."""
     return _cache_root() / folder
+
+
+def private_cache_folder(folder: str) -> Path:
+    """unified's cache folder `folder`, made if missing and readable by its owner alone (0700): where a binary puts
+    what only its user may read (its temp files: `TMPDIR`). Made each time it is asked for, as a binary that finds
+    it gone (a cache cleaner) fails where it would write."""
+    path = cache_folder(folder)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if stat.S_IMODE(path.stat().st_mode) != 0o700:
+        path.chmod(0o700)
+    return path
 
 
 _cache_root = PerEnvironment(lambda: Path(platformdirs.user_cache_dir("unified")))

@@ -4,7 +4,7 @@ Built once per backend from its options; the ACP run (`_run.py`) and the stream-
 (`_stream_json.py`) both read it, so neither imports the other or the backend.
 
 The environment (`gemini_env`): the caller's variables (auth included) plus the backend's `env`
-option, and three additions of ours:
+option, and four additions of ours:
 - `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, a file of ours that is the machine's system settings (if
   any) plus `general.sessionRetention.enabled = false`: the CLI's session cleanup deletes a
   conversation when `--resume` left an empty duplicate of it (docs/backends/gemini-cli.md, Quirks
@@ -15,6 +15,9 @@ option, and three additions of ours:
   `security.environmentVariableRedaction` (`_OVERRIDES`, `_BLOCKED_ENV`): where the CLI reads the file
   (root, as above), the key never reaches the environment of a command the model runs
   (docs/backends/gemini-cli.md, "Keys and the model's commands");
+- `TMPDIR`, a folder of unified's cache only the user can read (`TEMP_FOLDER`): 0.61 writes an API error's
+  report, the whole request, to its temp dir as `gemini-client-error-*.json`, readable by all (0644); in /tmp
+  any local user read the conversation and the files the model read. A `TMPDIR` in the backend's `env` option wins;
 - one node process: left alone, `gemini` starts a second node process of itself only to raise its
   heap limit to half the machine's memory, which doubles every cold start (measured 3.2-4.2 s
   against 1.4-2.2 s). We give node that heap limit and tell the CLI not to relaunch; a caller who
@@ -59,7 +62,15 @@ from unified._adapters.gemini_cli._workspace_settings import (
     special_file_refusal,
     workspace_refusal,
 )
-from unified._binary.environment import EnvPolicy, FileSignature, cache_file, cache_folder, child_env, file_signature
+from unified._binary.environment import (
+    EnvPolicy,
+    FileSignature,
+    cache_file,
+    cache_folder,
+    child_env,
+    file_signature,
+    private_cache_folder,
+)
 from unified._binary.install import BinarySpec, locate, require_node
 from unified._binary.process import AgentSubprocess, PipedEnv
 from unified._files import read_regular
@@ -159,6 +170,11 @@ hooks) run; naming the credentials keeps them out even if a machine's `allowed` 
 (docs/backends/gemini-cli.md, "Keys and the model's commands")."""
 
 
+TEMP_FOLDER = "gemini-cli-tmp"
+"""The CLI's `TMPDIR` (unless the backend's `env` option names one): a folder of unified's cache only its user can
+read (`private_cache_folder`), for the CLI's error reports, which hold the request, and its shell tool's temp files."""
+
+
 def gemini_file(stem: str, suffix: str, text: str) -> Path:
     """A file handed to the CLI (a policy, a system prompt, settings), named by its content."""
     return cache_file("gemini-cli", stem, suffix, text)
@@ -212,6 +228,10 @@ def gemini_env(extra: Mapping[str, str] | None = None, cwd: Path | None = None) 
     # on projects.json) deep in a stderr tail under other warnings (bad input round 15).
     gemini_home(env).mkdir(parents=True, exist_ok=True)
     env[SYSTEM_SETTINGS_ENV] = str(_system_settings_file(env))
+    if "TMPDIR" not in (extra or {}):
+        # 0.61 writes the report of an API error, the whole request (the conversation, what the model read), to
+        # `os.tmpdir()` as gemini-client-error-*.json, 0644: where that is /tmp, any local user read it.
+        env["TMPDIR"] = str(private_cache_folder(TEMP_FOLDER))
     if "GEMINI_CLI_NO_RELAUNCH" not in env:
         env["GEMINI_CLI_NO_RELAUNCH"] = "true"
         node_options = env.get("NODE_OPTIONS", "")

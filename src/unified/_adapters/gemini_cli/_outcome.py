@@ -267,7 +267,10 @@ def error_from_result(error: dict[str, Any], exit_code: int | None) -> UnifiedEr
         hint = f"wait {delay.group(1)}s and run again" if delay else "wait and run again, or check your quota"
         return RateLimited(text, hint=hint, details=details)
     return BackendError(
-        text, hint="see the message; `gemini-client-error-*.json` in the temp dir has the request", details=details
+        text,
+        hint="see the message; `gemini-client-error-*.json` in the CLI's temp dir (unified's cache folder "
+        "`gemini-cli-tmp`) has the request",
+        details=details,
     )
 
 
