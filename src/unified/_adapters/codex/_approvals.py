@@ -193,23 +193,27 @@ class ApprovalBridge:
         """A call of the model's request `cap` (or a later one): answering it would have Codex send request `cap` + 1
         with its result, so it is not run and the turn is cancelled (`cancel`: Codex ends the turn at once and sends
         nothing more). Codex asks before every command, patch and MCP call, so none runs past the cap."""
-        reason = f"not run: the run reached max_turns={cap}"
         if call_id:
-            self.translator.decided.add(call_id)
-            self.translator.not_run[call_id] = reason
-            await self.ctx.emit(
-                PermissionDecision(
-                    tool_use_id=call_id,
-                    tool_name=name,
-                    decision="deny",
-                    decided_by="policy",
-                    rule="max_turns",
-                    reason=reason,
-                    stops_run=True,
-                )
-            )
+            await self._refused(call_id, name, f"not run: the run reached max_turns={cap}", None, "max_turns")
         self.capped = True
         await self._respond(request_id, kind, "cancel")
+
+    async def _refused(self, call_id: str, name: str, reason: str, task: str | None, rule: str | None = None) -> None:
+        """Report `call_id` denied by unified for a reason of its own, not a user's (`reason`: its result too)."""
+        self.translator.decided.add(call_id)
+        self.translator.not_run[call_id] = reason
+        await self.ctx.emit(
+            PermissionDecision(
+                tool_use_id=call_id,
+                tool_name=name,
+                decision="deny",
+                decided_by="policy",
+                rule=rule,
+                reason=reason,
+                stops_run=rule == "max_turns",
+                subagent_task_id=task,
+            )
+        )
 
     def _mcp_call(self, params: dict[str, Any]) -> str:
         """An MCP approval names no item: the open mcpToolCall of that server, tool and arguments."""
@@ -223,6 +227,32 @@ class ApprovalBridge:
             ):
                 return str(item.get("id"))
         return ""
+
+    def _unjudged(self, kind: Kind, params: dict[str, Any], call_id: str) -> str | None:
+        """Why a readable approval request is declined unjudged, else None: a patch of more files than are judged one
+        by one; a command longer than bash can be given (Linux refuses to start it: Codex answers "Argument list too
+        long"), which the policy's parse would read on the event loop for seconds; a request about a call other than
+        the one Codex announced under that id (Codex 0.171 starts the item, with the very command and directory it
+        asks about, right before the request), so that the call reported and the call decided could differ."""
+        item = self.translator.item(call_id)
+        if kind == "file":
+            files = len(as_list(as_dict(item).get("changes")))
+            if files > limits.MAX_PATCH_FILES:
+                return f"a patch of {files:,} files, more than the {limits.MAX_PATCH_FILES:,} it judges one by one"
+        if kind == "mcp":
+            return None
+        command = params.get("command") or as_dict(item).get("command")  # the one judged (`_policy_calls`)
+        if kind == "command" and isinstance(command, str) and (size := limits.command_too_long(command)):
+            return f"a command of {size:,} bytes, more than bash can be given ({limits.MAX_SHELL_COMMAND_BYTES:,})"
+        if item is None:
+            return None
+        announced = item.get("type")
+        if announced != ("commandExecution" if kind == "command" else "fileChange"):
+            return f"a {kind} approval about {call_id}, which Codex announced as {clip(str(announced), 40)}"
+        for key in ("command", "cwd") if kind == "command" else ():
+            if key in params and params[key] != item.get(key):
+                return f"a {key} other than the one Codex announced for {call_id}"
+        return None
 
     async def _announce(self, call_id: str, params: dict[str, Any], kind: Kind, task: str | None) -> str:
         """The call's tool name, emitting its `tool_use` first if Codex asked before announcing it."""
@@ -261,7 +291,11 @@ class ApprovalBridge:
             return "the request does not show the patch's files"
         workspace = self.workspace()
         for change in changes:
-            move = as_dict(change.get("kind")).get("move_path")
+            what = change.get("kind")
+            if not isinstance(what, dict) or what.get("type") not in ("add", "delete", "update"):
+                # a move's destination is in an update's `kind`: an unknown one may hide a write elsewhere
+                return f"the request does not show what the patch does to {clip(str(change.get('path')), 200)}"
+            move = what.get("move_path")
             for path in (change.get("path"), *(() if move is None else (move,))):
                 if not isinstance(path, str) or not path:
                     return "the request does not show the patch's files"
@@ -427,14 +461,14 @@ class ApprovalBridge:
 
     async def _approve(self, request_id: Any, params: dict[str, Any], kind: Kind, call_id: str) -> None:
         task = self.translator.task_of(params.get("threadId"))
-        unreadable = _unreadable(kind, params, call_id)
-        files = len(as_list(as_dict(self.translator.item(call_id)).get("changes"))) if kind == "file" else 0
-        if unreadable is None and files > limits.MAX_PATCH_FILES:
-            unreadable = f"a patch of {files:,} files, more than the {limits.MAX_PATCH_FILES:,} it judges one by one"
+        unreadable = _unreadable(kind, params, call_id) or self._unjudged(kind, params, call_id)
         if unreadable is not None:
-            # Fail closed: what would run is unknown, so nobody can approve it (nor is there a call to report).
+            # Fail closed: what would run is unknown, so nobody can approve it.
             text = f"unified declined a Codex approval request it cannot read ({unreadable})"
             await self.ctx.emit(WarningEvent(code="malformed_line", message=text, subagent_task_id=task))
+            if call_id and call_id not in self.translator.decided:
+                # its call is reported denied: its item's end (declined) read as a call Codex "ran without asking"
+                await self._refused(call_id, await self._announce(call_id, params, kind, task), text, task)
             await self._respond(request_id, kind, "decline")
             return
         if call_id in self.translator.decided:
