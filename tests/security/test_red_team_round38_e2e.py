@@ -5,13 +5,24 @@ loop (4.3 s for 240 KB) and allowed as a read, and Codex then failed to start it
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.e2e.codex.conftest import run_codex
-from unified.events import PermissionDecision, Result, ToolResult, WarningEvent
-from unified.testing import FakeOpenAI, FunctionCall, ModelTurn
+from unified.events import (
+    PermissionDecision,
+    Result,
+    ToolProgress,
+    ToolResult,
+    UserInputRequest,
+    UserInputResponse,
+    WarningEvent,
+)
+from unified.testing import FakeOpenAI, FunctionCall, ModelTurn, _fake_openai
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
@@ -42,3 +53,50 @@ async def test_e2e_codex_declines_a_command_bash_cannot_be_given_unparsed(ws: Pa
     assert "more than bash can be given" in warning.message
     assert not [e for e in events if isinstance(e, ToolResult) and "Argument list too long" in str(e.output)]
     assert isinstance(events[-1], Result)
+
+
+@pytest.fixture
+def session_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model's `write_stdin` names the session Codex gave the last `exec_command` (a random number it reports in
+    the call's output, which a scripted turn cannot know): read from the request the fake model answers."""
+    seen: list[int] = []
+    route, events = FakeOpenAI._route, _fake_openai.responses_events
+
+    def reading(self: FakeOpenAI, request: Any, fault: Any) -> Any:
+        seen.extend(int(n) for n in re.findall(r"session ID (\d+)", json.dumps(request.body)))
+        return route(self, request, fault)
+
+    def naming(turn: ModelTurn, **options: Any) -> list[dict[str, Any]]:
+        for call in turn.function_calls:
+            if call.name == "write_stdin" and seen:
+                call.args["session_id"] = seen[-1]
+        return events(turn, **options)
+
+    monkeypatch.setattr(FakeOpenAI, "_route", reading)
+    monkeypatch.setattr(_fake_openai, "responses_events", naming)
+
+
+@pytest.mark.usefixtures("session_ids")
+async def test_e2e_codex_input_typed_into_an_allowed_program_is_shown_and_stops_the_run(ws: Path) -> None:
+    """SUCCEEDED before: the user allowed `bash`; the model typed `touch PWNED` into it (`write_stdin`), which Codex
+    asks nobody about, and the run went on, its events silent about the input. Now the input is reported and the run
+    stops (the first input was written: Codex tells only after)."""
+
+    async def allow_bash(request: UserInputRequest) -> UserInputResponse:
+        return UserInputResponse.allow()
+
+    start = {"cmd": "bash", "tty": True, "yield_time_ms": 300}
+    typed = {"session_id": 0, "chars": "touch PWNED\n", "yield_time_ms": 300}
+    turns = [
+        ModelTurn(function_calls=[FunctionCall(name="exec_command", args=start)]),
+        ModelTurn(function_calls=[FunctionCall(name="write_stdin", args=typed)]),
+        ModelTurn(text="ok"),
+    ]
+    async with FakeOpenAI(turns) as server:
+        events = await run_codex(server, ws, approval_mode="default", on_user_input=allow_bash)
+    [shown] = [e for e in events if isinstance(e, ToolProgress) and e.status == "input"]
+    assert shown.message == "touch PWNED\n"
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "error"
+    assert "typed into the running `bash` (write_stdin)" in str(result.error)

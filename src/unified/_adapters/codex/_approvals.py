@@ -27,8 +27,10 @@ the run ends `interrupted`. A changed input cannot be: Codex's answers carry no 
 `permission_answer_unsupported` warning, never a silent run of the original.
 Never `acceptWithExecpolicyAmendment`: it writes a permanent rule into CODEX_HOME.
 An approval request that does not say what would run (no string `itemId`, a `command` that is not text,
-an MCP approval naming no server) is declined unasked, with a `malformed_line` warning; so is a second
-request about a call already decided (one decision per call).
+an MCP approval naming no server), or that cannot be judged (a command longer than bash can be given, a
+patch of more files than are judged one by one), or that is about another command, directory or kind of call
+than Codex announced under its `itemId`, is declined unasked, with a `malformed_line` warning, and its call
+reported denied; so is a second request about a call already decided (one decision per call).
 """
 
 from __future__ import annotations
