@@ -32,6 +32,11 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   Now the input is the call's `tool_progress` (status `input`), and outside yolo the run stops there, `error`,
   saying so (the first input was written: Codex tells only after, left open);
 
+- `omitted_images` (what Codex sent the model instead of a turn's image) read the thread's rollout line by line
+  with `for line in file`, each line held whole before its size was looked at: a rollout line of 64 MiB (a line
+  the model's command output made, or any regular file of no line break a hostile app-server names as the thread's
+  `path`) was held whole. Now read by `_rollouts._bounded_lines`, as the rest of the rollout reader reads;
+
 Held (pins): a patch and a command as Codex sends them are judged as before; `agents/`, `AGENTS.md`-like names
 elsewhere and `docs/agents.md` are not protected; a command just under the bound is still judged.
 """
@@ -40,6 +45,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import tracemalloc
 from pathlib import Path
 from typing import Any, cast
 
@@ -49,6 +55,7 @@ from tests.security.test_permission_type_confusion import Context, Wire
 from tests.security.test_red_team_round7 import _add, _codex_patch
 from unified import _limits as limits
 from unified._adapters.codex._approvals import ApprovalBridge
+from unified._adapters.codex._rollouts import MAX_LINE_BYTES, OMITTED_IMAGE, _lines, omitted_images
 from unified._adapters.codex._translate import TERMINAL_INPUT, AppServerTranslator
 from unified.events import PermissionDecision, ToolProgress, WarningEvent
 from unified.tools import ToolCall, ToolRuntime, _protected, _shell_syntax
@@ -369,3 +376,40 @@ async def test_input_typed_into_a_running_process_is_reported() -> None:
 async def test_a_report_of_input_about_no_running_call_shows_nothing(stdin: Any, item_id: Any, answered: bool) -> None:
     """Held: no progress of a call that is not running (the run still stops outside yolo: `_run`)."""
     assert _typed(stdin, item_id, answered=answered) == []
+
+
+# --- a rollout line longer than any is read ------------------------------------------------------------------------
+
+
+def _omitted_line() -> bytes:
+    text = {"type": "input_text", "text": f"{OMITTED_IMAGE}it could not be decoded"}
+    payload = {"type": "message", "role": "user", "content": [text]}
+    return json.dumps({"type": "response_item", "payload": payload}).encode() + b"\n"
+
+
+def test_a_rollout_line_of_no_end_is_read_past_for_omitted_images(tmp_path: Path) -> None:
+    """SUCCEEDED before: `omitted_images` read each line whole before it looked at its size, so a line of 64 MiB (a
+    command's output, or a file of no line break at all where Codex said its rollout was) was held whole; now at
+    most `MAX_LINE_BYTES` + 1 of it is read at once."""
+    path = tmp_path / "rollout.jsonl"
+    with path.open("wb") as handle:
+        handle.write(b"x")
+        handle.truncate(64 << 20)  # sparse: 64 MiB of NULs, no line break
+        handle.seek(0, 2)
+        handle.write(b"\n" + _omitted_line())
+    tracemalloc.start()
+    try:
+        found = omitted_images(path, 0, 1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert found == [f"image 1 of 1: {OMITTED_IMAGE}it could not be decoded"]
+    assert peak < 3 * MAX_LINE_BYTES, f"{peak:,} bytes held"  # readline copies what it read once: 2x at most
+
+
+def test_the_rollout_reader_still_reads_records_around_an_oversized_line(tmp_path: Path) -> None:
+    """Held: a line over the bound is one unreadable record, the next is read."""
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(b'{"a": 1}\n' + b"y" * (MAX_LINE_BYTES + 5) + b"\n" + b'{"b": 2}\n')
+    assert [record for _, record in _lines(path)] == [{"a": 1}, None, {"b": 2}]
+    assert [number for number, _ in _lines(path, limit=2)] == [1, 2]
