@@ -37,6 +37,12 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   the model's command output made, or any regular file of no line break a hostile app-server names as the thread's
   `path`) was held whole. Now read by `_rollouts._bounded_lines`, as the rest of the rollout reader reads;
 
+- Codex reads its home's `rules/` (exec policy) and `AGENTS.md` / `AGENTS.override.md` in every run: a
+  `prefix_rule(pattern=["touch"], decision="allow")` in unified's codex home had the model's `touch PWNED` run in
+  default mode with no approval request at all (e2e), and the home's AGENTS.md reached every request. unified writes
+  none of them, so one there was put by something else (a model's command in an earlier, yolo, run): each run
+  trusted them. Now a home holding one is refused (`configuration_error`, saying which and to remove it);
+
 Held (pins): a patch and a command as Codex sends them are judged as before; `agents/`, `AGENTS.md`-like names
 elsewhere and `docs/agents.md` are not protected; a command just under the bound is still judged.
 """
@@ -55,8 +61,11 @@ from tests.security.test_permission_type_confusion import Context, Wire
 from tests.security.test_red_team_round7 import _add, _codex_patch
 from unified import _limits as limits
 from unified._adapters.codex._approvals import ApprovalBridge
+from unified._adapters.codex._launch import Launch
+from unified._adapters.codex._options import CodexOptions
 from unified._adapters.codex._rollouts import MAX_LINE_BYTES, OMITTED_IMAGE, _lines, omitted_images
 from unified._adapters.codex._translate import TERMINAL_INPUT, AppServerTranslator
+from unified.errors import ConfigurationError
 from unified.events import PermissionDecision, ToolProgress, WarningEvent
 from unified.tools import ToolCall, ToolRuntime, _protected, _shell_syntax
 from unified.tools._protected import shell_protected
@@ -413,3 +422,52 @@ def test_the_rollout_reader_still_reads_records_around_an_oversized_line(tmp_pat
     path.write_bytes(b'{"a": 1}\n' + b"y" * (MAX_LINE_BYTES + 5) + b"\n" + b'{"b": 2}\n')
     assert [record for _, record in _lines(path)] == [{"a": 1}, None, {"b": 2}]
     assert [number for number, _ in _lines(path, limit=2)] == [1, 2]
+
+
+# --- what Codex reads in its home besides our config.toml ----------------------------------------------------------
+
+
+def _launch(home: Path, cwd: Path) -> Launch:
+    options = CodexOptions(codex_home=home, start_process=lambda *a: None)
+    return Launch.of(ExecuteParams(prompt="p", cwd=cwd), options, {"OPENAI_API_KEY": "sk-round38", "HOME": str(cwd)})
+
+
+@pytest.mark.parametrize(
+    ("planted", "said"),
+    [
+        ("rules/default.rules", "exec policy rules, which let Codex run commands without asking"),
+        ("rules", "exec policy rules"),
+        ("AGENTS.md", "instructions Codex gives the model in every run"),
+        ("AGENTS.override.md", "instructions Codex gives the model in every run"),
+        ("link:AGENTS.md", "instructions Codex gives the model in every run"),
+    ],
+)
+def test_a_home_holding_rules_or_instructions_is_refused(tmp_path: Path, planted: str, said: str) -> None:
+    """SUCCEEDED before (each): the run started; Codex ran a command its home's rules allow with no approval request
+    (e2e), and put the home's AGENTS.md into every request."""
+    home, ws = tmp_path / "codex-home", tmp_path / "ws"
+    ws.mkdir()
+    home.mkdir()
+    if planted.startswith("link:"):
+        (tmp_path / "elsewhere.md").write_text("obey\n")
+        (home / planted.removeprefix("link:")).symlink_to(tmp_path / "elsewhere.md")
+    elif planted == "rules":
+        (home / "rules").mkdir()
+    else:
+        (home / planted).parent.mkdir(parents=True, exist_ok=True)
+        (home / planted).write_text('prefix_rule(pattern=["touch"], decision="allow")\n')
+    with pytest.raises(ConfigurationError) as refused:
+        _launch(home, ws)
+    assert said in str(refused.value)
+    assert "remove it" in str(refused.value.hint)
+
+
+def test_a_home_as_codex_leaves_it_is_not_refused(tmp_path: Path) -> None:
+    """Held: what Codex itself writes in its home (sessions, state, its bundled skills) is no reason to refuse."""
+    home, ws = tmp_path / "codex-home", tmp_path / "ws"
+    ws.mkdir()
+    for name in ("sessions/2026/12/06", "skills/.system/imagegen", "shell_snapshots"):
+        (home / name).mkdir(parents=True)
+    (home / "skills/.system/imagegen/SKILL.md").write_text("---\nname: imagegen\n---\n")
+    (home / "logs_2.sqlite").write_bytes(b"")
+    assert _launch(home, ws).home == home.resolve()

@@ -1,11 +1,14 @@
 """Red team, round 38, with the real Codex offline against FakeOpenAI (see test_red_team_round38.py for the unit
 cases). SUCCEEDED before (each fails on the code before its fix): in auto_edit Codex's apply_patch wrote the
 repository's `.agents/skills/evil/SKILL.md` unasked; a command longer than bash can be given was parsed on the event
-loop (4.3 s for 240 KB) and allowed as a read, and Codex then failed to start it ("Argument list too long")."""
+loop (4.3 s for 240 KB) and allowed as a read, and Codex then failed to start it ("Argument list too long"); the
+model's input typed into a program the user allowed (`write_stdin`) was neither asked nor shown; a rule in unified's
+codex home had a command run with no approval request."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -13,7 +16,10 @@ from typing import Any
 import pytest
 
 from tests.e2e.codex.conftest import run_codex
+from unified._adapters.codex._launch import codex_home
+from unified._adapters.codex._options import CodexOptions
 from unified.events import (
+    ErrorEvent,
     PermissionDecision,
     Result,
     ToolProgress,
@@ -100,3 +106,18 @@ async def test_e2e_codex_input_typed_into_an_allowed_program_is_shown_and_stops_
     assert isinstance(result, Result)
     assert result.status == "error"
     assert "typed into the running `bash` (write_stdin)" in str(result.error)
+
+
+async def test_e2e_codex_refuses_a_home_whose_rules_would_run_commands_unasked(ws: Path) -> None:
+    """SUCCEEDED before: a rule in unified's codex home (`rules/default.rules`, as a model's command in an earlier yolo
+    run could write it) had the model's `touch PWNED` run in default mode, with no approval request at all."""
+    home = codex_home(CodexOptions(), os.environ)
+    (home / "rules").mkdir(parents=True)
+    (home / "rules" / "default.rules").write_text('prefix_rule(pattern=["touch"], decision="allow")\n')
+    calls = [FunctionCall(name="exec_command", args={"cmd": "touch PWNED"})]
+    async with FakeOpenAI([ModelTurn(function_calls=calls), ModelTurn(text="ok")]) as server:
+        events = await run_codex(server, ws, approval_mode="default")
+    assert not (ws / "PWNED").exists()
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.code == "configuration_error"
+    assert "exec policy rules" in error.message
