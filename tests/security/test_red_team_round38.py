@@ -43,6 +43,11 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   none of them, so one there was put by something else (a model's command in an earlier, yolo, run): each run
   trusted them. Now a home holding one is refused (`configuration_error`, saying which and to remove it);
 
+- a command approval was judged as one of a command to start whatever its `kind` (Codex's schema has `writeStdin`,
+  input to a running terminal, and `humanCommand`, a checkpoint for a human alone) and wherever it runs
+  (`environmentId`): a read to run in another environment was judged against this workspace and allowed unasked.
+  Now another kind is declined unjudged, and only a command of Codex's `local` environment is a read-only one;
+
 Held (pins): a patch and a command as Codex sends them are judged as before; `agents/`, `AGENTS.md`-like names
 elsewhere and `docs/agents.md` are not protected; a command just under the bound is still judged.
 """
@@ -471,3 +476,35 @@ def test_a_home_as_codex_leaves_it_is_not_refused(tmp_path: Path) -> None:
     (home / "skills/.system/imagegen/SKILL.md").write_text("---\nname: imagegen\n---\n")
     (home / "logs_2.sqlite").write_bytes(b"")
     assert _launch(home, ws).home == home.resolve()
+
+
+# --- command approvals of another kind, or for another environment -------------------------------------------------
+
+
+@pytest.mark.parametrize(("asked", "mode"), [("writeStdin", "default"), ("humanCommand", "yolo"), (7, "default")])
+async def test_a_command_approval_of_another_kind_is_declined(tmp_path: Path, asked: Any, mode: ApprovalMode) -> None:
+    """SUCCEEDED before (each): judged as a command to start: the read `cat notes.txt` allowed by policy, or by yolo
+    (a `humanCommand` is a checkpoint only a human may answer)."""
+    (tmp_path / "notes.txt").write_text("x\n")
+    answer, events = await _approve(tmp_path, {**_command(tmp_path, "cat notes.txt"), "kind": asked}, mode=mode)
+    _declined_unread(answer, events, "not of a command to start")
+
+
+@pytest.mark.parametrize("environment", ["remote-devbox", 3])
+async def test_a_read_in_another_environment_is_asked(tmp_path: Path, environment: Any) -> None:
+    """SUCCEEDED before (each): `cat notes.txt` to run elsewhere was judged against this workspace and allowed by
+    policy; now no read-only command (nobody to ask: denied by the mode)."""
+    (tmp_path / "notes.txt").write_text("x\n")
+    answer, events = await _approve(tmp_path, {**_command(tmp_path, "cat notes.txt"), "environmentId": environment})
+    assert answer == "decline"
+    [decision] = [e for e in events if isinstance(e, PermissionDecision)]
+    assert decision.decided_by == "approval_mode"
+
+
+@pytest.mark.parametrize("environment", ["local", None])
+async def test_a_read_in_codexs_own_environment_runs_unasked(tmp_path: Path, environment: Any) -> None:
+    """Held: 0.171's `local` (and an older server's none) is this machine."""
+    (tmp_path / "notes.txt").write_text("x\n")
+    fields = {**_command(tmp_path, "cat notes.txt"), "environmentId": environment, "kind": "command"}
+    answer, _ = await _approve(tmp_path, fields)
+    assert answer == "accept"

@@ -105,7 +105,10 @@ Choice = Literal["allow_once", "allow_always", "deny"]
 def _read_only_command(params: dict[str, Any]) -> bool:
     """Whether Codex's parse of the command (`commandActions`) is only reads, listings and searches, and
     unified's own parse agrees (`unified.tools._read_only`): Codex's names the program, not what its options
-    do, and called `find . -delete`, `rg --pre ./x` and `cat a | tee x` reads."""
+    do, and called `find . -delete`, `rg --pre ./x` and `cat a | tee x` reads. A command Codex runs in an
+    environment other than this machine's (`environmentId`, `local` in 0.171) is no read of the workspace."""
+    if params.get("environmentId") not in (None, "local"):  # run elsewhere: what it reads is not the workspace's
+        return False
     actions = [a for a in as_list(params.get("commandActions")) if isinstance(a, dict)]
     if not actions or not all(isinstance(a.get("type"), str) and a["type"] in READ_ONLY_ACTIONS for a in actions):
         return False
@@ -233,7 +236,9 @@ class ApprovalBridge:
     def _unjudged(self, kind: Kind, params: dict[str, Any], call_id: str) -> str | None:
         """Why a readable approval request is declined unjudged, else None: a patch of more files than are judged one
         by one; a command longer than bash can be given (Linux refuses to start it: Codex answers "Argument list too
-        long"), which the policy's parse would read on the event loop for seconds; a request about a call other than
+        long"), which the policy's parse would read on the event loop for seconds; a command approval of another kind
+        than a command to start (`writeStdin`: 0.171 asked none for the model's input, measured; `humanCommand`, for
+        a human alone whatever the mode, needs a capability unified does not declare); a request about a call other than
         the one Codex announced under that id (Codex 0.171 starts the item, with the very command and directory it
         asks about, right before the request), so that the call reported and the call decided could differ."""
         item = self.translator.item(call_id)
@@ -243,6 +248,10 @@ class ApprovalBridge:
                 return f"a patch of {files:,} files, more than the {limits.MAX_PATCH_FILES:,} it judges one by one"
         if kind == "mcp":
             return None
+        asked = params.get("kind", "command")
+        if kind == "command" and asked not in ("command", None):
+            # Codex 0.171's other kinds: input to a running terminal, a checkpoint only a human may answer
+            return f"an approval of kind {clip(str(asked), 40)!r}, not of a command to start"
         command = params.get("command") or as_dict(item).get("command")  # the one judged (`_policy_calls`)
         if kind == "command" and isinstance(command, str) and (size := limits.command_too_long(command)):
             return f"a command of {size:,} bytes, more than bash can be given ({limits.MAX_SHELL_COMMAND_BYTES:,})"
