@@ -199,11 +199,21 @@ class ApprovalBridge:
         with its result, so it is not run and the turn is cancelled (`cancel`: Codex ends the turn at once and sends
         nothing more). Codex asks before every command, patch and MCP call, so none runs past the cap."""
         if call_id:
-            await self._refused(call_id, name, f"not run: the run reached max_turns={cap}", None, "max_turns")
+            reason = f"not run: the run reached max_turns={cap}"
+            await self._refused(call_id, name, reason, None, rule="max_turns", stops_run=True)
         self.capped = True
         await self._respond(request_id, kind, "cancel")
 
-    async def _refused(self, call_id: str, name: str, reason: str, task: str | None, rule: str | None = None) -> None:
+    async def _refused(
+        self,
+        call_id: str,
+        name: str,
+        reason: str,
+        task: str | None,
+        *,
+        rule: str | None = None,
+        stops_run: bool = False,
+    ) -> None:
         """Report `call_id` denied by unified for a reason of its own, not a user's (`reason`: its result too)."""
         self.translator.decided.add(call_id)
         self.translator.not_run[call_id] = reason
@@ -215,7 +225,7 @@ class ApprovalBridge:
                 decided_by="policy",
                 rule=rule,
                 reason=reason,
-                stops_run=rule == "max_turns",
+                stops_run=stops_run,
                 subagent_task_id=task,
             )
         )
