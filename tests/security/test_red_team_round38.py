@@ -48,6 +48,10 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   (`environmentId`): a read to run in another environment was judged against this workspace and allowed unasked.
   Now another kind is declined unjudged, and only a command of Codex's `local` environment is a read-only one;
 
+- a model question (`item/tool/requestUserInput`) naming the id of a command Codex had announced made the bridge
+  report that command allowed (`permission_decision` allow, `backend`) before asking the question; now such a
+  question is answered nothing, with a warning, and the command stays to be decided;
+
 Held (pins): a patch and a command as Codex sends them are judged as before; `agents/`, `AGENTS.md`-like names
 elsewhere and `docs/agents.md` are not protected; a command just under the bound is still judged.
 """
@@ -508,3 +512,25 @@ async def test_a_read_in_codexs_own_environment_runs_unasked(tmp_path: Path, env
     fields = {**_command(tmp_path, "cat notes.txt"), "environmentId": environment, "kind": "command"}
     answer, _ = await _approve(tmp_path, fields)
     assert answer == "accept"
+
+
+# --- a question naming another call ---------------------------------------------------------------------------------
+
+
+async def test_a_question_naming_a_pending_command_is_not_reported_as_its_allow(tmp_path: Path) -> None:
+    """SUCCEEDED before: a `requestUserInput` naming the announced command `rm -rf src` made the bridge report that
+    call allowed (`permission_decision` allow, `backend`), the user asked a question under it."""
+    translator = AppServerTranslator(main_thread="T", cwd=str(tmp_path))
+    translator.start_turn("U")
+    shown = _item(_command(tmp_path, "rm -rf src", actions=[{"type": "unknown", "command": "rm -rf src"}]))
+    translator.notification("item/started", {"item": shown, "threadId": "T", "turnId": "U"})
+    ctx, wire = Context(ExecuteParams(prompt="p", cwd=tmp_path, on_user_input=lambda r: None), None), Wire()
+    question = {"id": "q0", "question": "Go on?", "header": "Go", "options": [{"label": "yes"}]}
+    params = {"threadId": "T", "turnId": "U", "itemId": "call_read", "questions": [question]}
+    request = {"method": "item/tool/requestUserInput", "id": 3, "params": params}
+    await ApprovalBridge(cast(Any, ctx), cast(Any, wire), translator).answer(request)
+    assert not [e for e in ctx.events if isinstance(e, PermissionDecision)]
+    [warning] = [e for e in ctx.events if isinstance(e, WarningEvent)]
+    assert "a call of exec_command" in warning.message
+    assert wire.answers() == [("respond", 3, {"answers": {}})]
+    assert "call_read" not in translator.decided

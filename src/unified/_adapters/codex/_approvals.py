@@ -647,8 +647,11 @@ class ApprovalBridge:
         """The model's `request_user_input` tool: its questions to `on_user_input`."""
         task = self.translator.task_of(params.get("threadId"))
         call_id = str(params.get("itemId") or f"input-{request_id}")
-        if call_id in self.translator.decided:
-            text = f"unified answered nothing to a Codex question naming {call_id}, a call decided already"
+        other = self.translator.tools.get(call_id, "request_user_input")
+        if call_id in self.translator.decided or other != "request_user_input":
+            # one decision per call, and the question's own: an allow of it would be reported for another call
+            what = "a call decided already" if other == "request_user_input" else f"a call of {clip(other, 80)}"
+            text = f"unified answered nothing to a Codex question naming {call_id}, {what}"
             await self.ctx.emit(WarningEvent(code="malformed_line", message=text, subagent_task_id=task))
             await self.connection.respond(request_id, {"answers": {}})
             return
