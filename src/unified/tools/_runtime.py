@@ -982,13 +982,11 @@ def _unjudgeable(call: ToolCall, tool: str, args: Mapping[str, Any]) -> str | No
     if limits.too_deep(args):
         return f"{invalid} they nest deeper than {limits.MAX_JSON_DEPTH} levels."
     command = args.get("command")
-    if tool == "run_shell_command" and isinstance(command, str) and len(command) > limits.MAX_SHELL_COMMAND_BYTES // 4:
-        size = len(command.encode("utf-8", "surrogatepass"))
-        if size > limits.MAX_SHELL_COMMAND_BYTES:
-            return (
-                f"{invalid} the command is {size:,} bytes, more than bash can be given "
-                f"({limits.MAX_SHELL_COMMAND_BYTES:,}); write the long part to a file and run that."
-            )
+    if tool == "run_shell_command" and isinstance(command, str) and (size := limits.command_too_long(command)):
+        return (
+            f"{invalid} the command is {size:,} bytes, more than bash can be given "
+            f"({limits.MAX_SHELL_COMMAND_BYTES:,}); write the long part to a file and run that."
+        )
     return None
 
 

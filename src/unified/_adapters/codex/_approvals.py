@@ -27,8 +27,10 @@ the run ends `interrupted`. A changed input cannot be: Codex's answers carry no 
 `permission_answer_unsupported` warning, never a silent run of the original.
 Never `acceptWithExecpolicyAmendment`: it writes a permanent rule into CODEX_HOME.
 An approval request that does not say what would run (no string `itemId`, a `command` that is not text,
-an MCP approval naming no server) is declined unasked, with a `malformed_line` warning; so is a second
-request about a call already decided (one decision per call).
+an MCP approval naming no server), or that cannot be judged (a command longer than bash can be given, a
+patch of more files than are judged one by one), or that is about another command, directory or kind of call
+than Codex announced under its `itemId`, is declined unasked, with a `malformed_line` warning, and its call
+reported denied; so is a second request about a call already decided (one decision per call).
 """
 
 from __future__ import annotations
@@ -103,7 +105,10 @@ Choice = Literal["allow_once", "allow_always", "deny"]
 def _read_only_command(params: dict[str, Any]) -> bool:
     """Whether Codex's parse of the command (`commandActions`) is only reads, listings and searches, and
     unified's own parse agrees (`unified.tools._read_only`): Codex's names the program, not what its options
-    do, and called `find . -delete`, `rg --pre ./x` and `cat a | tee x` reads."""
+    do, and called `find . -delete`, `rg --pre ./x` and `cat a | tee x` reads. A command Codex runs in an
+    environment other than this machine's (`environmentId`, `local` in 0.171) is no read of the workspace."""
+    if params.get("environmentId") not in (None, "local"):  # run elsewhere: what it reads is not the workspace's
+        return False
     actions = [a for a in as_list(params.get("commandActions")) if isinstance(a, dict)]
     if not actions or not all(isinstance(a.get("type"), str) and a["type"] in READ_ONLY_ACTIONS for a in actions):
         return False
@@ -193,23 +198,37 @@ class ApprovalBridge:
         """A call of the model's request `cap` (or a later one): answering it would have Codex send request `cap` + 1
         with its result, so it is not run and the turn is cancelled (`cancel`: Codex ends the turn at once and sends
         nothing more). Codex asks before every command, patch and MCP call, so none runs past the cap."""
-        reason = f"not run: the run reached max_turns={cap}"
         if call_id:
-            self.translator.decided.add(call_id)
-            self.translator.not_run[call_id] = reason
-            await self.ctx.emit(
-                PermissionDecision(
-                    tool_use_id=call_id,
-                    tool_name=name,
-                    decision="deny",
-                    decided_by="policy",
-                    rule="max_turns",
-                    reason=reason,
-                    stops_run=True,
-                )
-            )
+            reason = f"not run: the run reached max_turns={cap}"
+            await self._refused(call_id, name, reason, None, rule="max_turns", stops_run=True)
         self.capped = True
         await self._respond(request_id, kind, "cancel")
+
+    async def _refused(
+        self,
+        call_id: str,
+        name: str,
+        reason: str,
+        task: str | None,
+        *,
+        rule: str | None = None,
+        stops_run: bool = False,
+    ) -> None:
+        """Report `call_id` denied by unified for a reason of its own, not a user's (`reason`: its result too)."""
+        self.translator.decided.add(call_id)
+        self.translator.not_run[call_id] = reason
+        await self.ctx.emit(
+            PermissionDecision(
+                tool_use_id=call_id,
+                tool_name=name,
+                decision="deny",
+                decided_by="policy",
+                rule=rule,
+                reason=reason,
+                stops_run=stops_run,
+                subagent_task_id=task,
+            )
+        )
 
     def _mcp_call(self, params: dict[str, Any]) -> str:
         """An MCP approval names no item: the open mcpToolCall of that server, tool and arguments."""
@@ -223,6 +242,38 @@ class ApprovalBridge:
             ):
                 return str(item.get("id"))
         return ""
+
+    def _unjudged(self, kind: Kind, params: dict[str, Any], call_id: str) -> str | None:
+        """Why a readable approval request is declined unjudged, else None: a patch of more files than are judged one
+        by one; a command longer than bash can be given (Linux refuses to start it: Codex answers "Argument list too
+        long"), which the policy's parse would read on the event loop for seconds; a command approval of another kind
+        than a command to start (`writeStdin`: 0.171 asked none for the model's input, measured; `humanCommand`, for
+        a human alone whatever the mode, needs a capability unified does not declare); a request about a call other than
+        the one Codex announced under that id (Codex 0.171 starts the item, with the very command and directory it
+        asks about, right before the request), so that the call reported and the call decided could differ."""
+        item = self.translator.item(call_id)
+        if kind == "file":
+            files = len(as_list(as_dict(item).get("changes")))
+            if files > limits.MAX_PATCH_FILES:
+                return f"a patch of {files:,} files, more than the {limits.MAX_PATCH_FILES:,} it judges one by one"
+        if kind == "mcp":
+            return None
+        asked = params.get("kind", "command")
+        if kind == "command" and asked not in ("command", None):
+            # Codex 0.171's other kinds: input to a running terminal, a checkpoint only a human may answer
+            return f"an approval of kind {clip(str(asked), 40)!r}, not of a command to start"
+        command = params.get("command") or as_dict(item).get("command")  # the one judged (`_policy_calls`)
+        if kind == "command" and isinstance(command, str) and (size := limits.command_too_long(command)):
+            return f"a command of {size:,} bytes, more than bash can be given ({limits.MAX_SHELL_COMMAND_BYTES:,})"
+        if item is None:
+            return None
+        announced = item.get("type")
+        if announced != ("commandExecution" if kind == "command" else "fileChange"):
+            return f"a {kind} approval about {call_id}, which Codex announced as {clip(str(announced), 40)}"
+        for key in ("command", "cwd") if kind == "command" else ():
+            if key in params and params[key] != item.get(key):
+                return f"a {key} other than the one Codex announced for {call_id}"
+        return None
 
     async def _announce(self, call_id: str, params: dict[str, Any], kind: Kind, task: str | None) -> str:
         """The call's tool name, emitting its `tool_use` first if Codex asked before announcing it."""
@@ -261,7 +312,11 @@ class ApprovalBridge:
             return "the request does not show the patch's files"
         workspace = self.workspace()
         for change in changes:
-            move = as_dict(change.get("kind")).get("move_path")
+            what = change.get("kind")
+            if not isinstance(what, dict) or what.get("type") not in ("add", "delete", "update"):
+                # a move's destination is in an update's `kind`: an unknown one may hide a write elsewhere
+                return f"the request does not show what the patch does to {clip(str(change.get('path')), 200)}"
+            move = what.get("move_path")
             for path in (change.get("path"), *(() if move is None else (move,))):
                 if not isinstance(path, str) or not path:
                     return "the request does not show the patch's files"
@@ -427,14 +482,14 @@ class ApprovalBridge:
 
     async def _approve(self, request_id: Any, params: dict[str, Any], kind: Kind, call_id: str) -> None:
         task = self.translator.task_of(params.get("threadId"))
-        unreadable = _unreadable(kind, params, call_id)
-        files = len(as_list(as_dict(self.translator.item(call_id)).get("changes"))) if kind == "file" else 0
-        if unreadable is None and files > limits.MAX_PATCH_FILES:
-            unreadable = f"a patch of {files:,} files, more than the {limits.MAX_PATCH_FILES:,} it judges one by one"
+        unreadable = _unreadable(kind, params, call_id) or self._unjudged(kind, params, call_id)
         if unreadable is not None:
-            # Fail closed: what would run is unknown, so nobody can approve it (nor is there a call to report).
+            # Fail closed: what would run is unknown, so nobody can approve it.
             text = f"unified declined a Codex approval request it cannot read ({unreadable})"
             await self.ctx.emit(WarningEvent(code="malformed_line", message=text, subagent_task_id=task))
+            if call_id and call_id not in self.translator.decided:
+                # its call is reported denied: its item's end (declined) read as a call Codex "ran without asking"
+                await self._refused(call_id, await self._announce(call_id, params, kind, task), text, task)
             await self._respond(request_id, kind, "decline")
             return
         if call_id in self.translator.decided:
@@ -592,8 +647,11 @@ class ApprovalBridge:
         """The model's `request_user_input` tool: its questions to `on_user_input`."""
         task = self.translator.task_of(params.get("threadId"))
         call_id = str(params.get("itemId") or f"input-{request_id}")
-        if call_id in self.translator.decided:
-            text = f"unified answered nothing to a Codex question naming {call_id}, a call decided already"
+        other = self.translator.tools.get(call_id, "request_user_input")
+        if call_id in self.translator.decided or other != "request_user_input":
+            # one decision per call, and the question's own: an allow of it would be reported for another call
+            what = "a call decided already" if other == "request_user_input" else f"a call of {clip(other, 80)}"
+            text = f"unified answered nothing to a Codex question naming {call_id}, {what}"
             await self.ctx.emit(WarningEvent(code="malformed_line", message=text, subagent_task_id=task))
             await self.connection.respond(request_id, {"answers": {}})
             return

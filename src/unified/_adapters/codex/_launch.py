@@ -54,6 +54,7 @@ __all__ = [
     "CONFIG_TOML",
     "DEFAULT_BASE_URL",
     "ENV_POLICY",
+    "HOME_OVERRIDES",
     "PINNED_VERSION",
     "PROVIDER",
     "WEB_SEARCH",
@@ -419,6 +420,39 @@ def project_mcp_servers_off(cwd: Path, own: Sequence[str] = (), home: Path | Non
     return off
 
 
+HOME_OVERRIDES = ("rules", "AGENTS.md", "AGENTS.override.md")
+"""What Codex 0.171 reads in its home, besides our config.toml, that decides what runs unasked or what the model is
+told in every run: `rules/` (its exec policy: a `prefix_rule(pattern=["touch"], decision="allow")` there had the
+model's `touch PWNED` run in default mode with no approval request at all) and the home's AGENTS.md (put into every
+request, whatever `project_doc_max_bytes` says); measured, round 38. unified writes none of them (it never answers
+`acceptWithExecpolicyAmendment`, which writes a rule there), nor does Codex on its own, so one found there was put by
+something else, such as a command a model ran in an earlier run: the run is refused (`_home_refusal`)."""
+
+
+def _home_refusal(home: Path) -> ConfigurationError | None:
+    """The refusal of a home holding one of `HOME_OVERRIDES` (of any kind: a folder, a file, a link), else None."""
+    for name in HOME_OVERRIDES:
+        path = home / name
+        try:
+            os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:  # it cannot be told whether Codex would read it
+            return ConfigurationError(f"cannot check {path} in the codex backend's home: {exc}", hint=_HOME_HINT)
+        what = (
+            "exec policy rules, which let Codex run commands without asking"
+            if name == "rules"
+            else "instructions Codex gives the model in every run"
+        )
+        return ConfigurationError(
+            f"{path} is in the codex backend's home: {what}; unified never writes it", hint=_HOME_HINT
+        )
+    return None
+
+
+_HOME_HINT = "remove it (look at what it says first: it may be an attack's), or point codex_home elsewhere"
+
+
 @dataclass(frozen=True, slots=True)
 class Launch:
     """Everything one run's process needs: the binary, the home, the argv overrides, the environment."""
@@ -455,6 +489,8 @@ class Launch:
                     f"the codex backend's home {home} is your own Codex home",
                     hint="unified runs Codex in a home of its own: point codex_home / UNIFIED_CODEX_HOME elsewhere",
                 )
+        if (planted := _home_refusal(home)) is not None:
+            raise planted
         extra = dict(options.env)
         key = options.api_key or source.get("OPENAI_API_KEY") or None
         base_url = options.base_url or source.get("OPENAI_BASE_URL") or None

@@ -23,13 +23,14 @@ never waited on or read).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from unified._adapters.codex._options import BACKEND
 from unified._adapters.codex._translate import codex_usage
@@ -85,15 +86,8 @@ def _lines(path: Path, limit: int | None = None) -> Iterator[tuple[int, dict[str
     """The file's records with their line numbers (from 1); None for a line that cannot be read (too long, not
     JSON, not an object)."""
     with open_regular(path) as handle:
-        count = 0
-        while limit is None or count < limit:
-            line = handle.readline(MAX_LINE_BYTES + 1)
-            if not line:
-                return
-            count += 1
-            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-                while line and not line.endswith(b"\n"):  # skip the rest of an oversized line
-                    line = handle.readline(MAX_LINE_BYTES)
+        for count, line in enumerate(itertools.islice(_bounded_lines(handle), limit), 1):
+            if line is None:
                 yield count, None
                 continue
             if not line.strip():
@@ -105,6 +99,19 @@ def _lines(path: Path, limit: int | None = None) -> Iterator[tuple[int, dict[str
                 yield count, None
                 continue
             yield count, loaded_well_formed(text, record) if isinstance(record, dict) else None
+
+
+def _bounded_lines(handle: BinaryIO) -> Iterator[bytes | None]:
+    """The lines of `handle` from where it is, None for one over `MAX_LINE_BYTES` (read past, never held whole: a
+    rollout's line may be a command's whole output, and a file of no line break at all is one line)."""
+    while line := handle.readline(MAX_LINE_BYTES + 1):
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            del line  # not held while the rest is skipped, a MiB at a time
+            while (rest := handle.readline(1 << 20)) and not rest.endswith(b"\n"):
+                pass
+            yield None
+            continue
+        yield line
 
 
 def content_parts(payload: dict[str, Any]) -> list[Any]:
@@ -361,8 +368,8 @@ def omitted_images(path: Path, offset: int, images: int) -> list[str]:
     try:
         with open_regular(path) as handle:
             handle.seek(offset)
-            for line in handle:
-                if len(line) > MAX_LINE_BYTES or b'"user"' not in line:
+            for line in _bounded_lines(handle):
+                if line is None or b'"user"' not in line:
                     continue
                 record = json.loads(line)
                 payload = record.get("payload") if isinstance(record, dict) else None

@@ -66,12 +66,14 @@ from unified._adapters.codex._rollouts import codex_short_id, last_total, omitte
 from unified._adapters.codex._thread_config import included_roots, thread_config
 from unified._adapters.codex._translate import (
     SERVER_SIDE_ITEMS,
+    TERMINAL_INPUT,
     TOOL_ITEMS,
     AppServerTranslator,
     ModelResponse,
     Retrying,
     TurnEnded,
     tool_call_of,
+    unwrap_shell,
 )
 from unified._binary.framing import answer_over_cap
 from unified._binary.jsonrpc import ConnectionClosed, Inbox, LineProblem, RpcError, as_dict, stream_ended
@@ -295,8 +297,9 @@ class CodexRun:
         """The turn was interrupted at the end of the main thread's response `max_turns` (`_cap_reached`)."""
         self._capped_ahead = False
         """The turn was interrupted at a call past the cap read ahead of the loop (`_reading_ahead`)."""
-        self._looked_outside: str | None = None
-        """Why the turn was interrupted at a read Codex runs unasked outside the workspace (`_stop_unasked_read`)."""
+        self._stopped_unasked: str | None = None
+        """Why the turn was interrupted at what Codex does unasked and the run does not allow: a read outside the
+        workspace (`_stop_unasked_read`), input typed into a running process (`_stop_unasked_input`)."""
         self._pending: deque[dict[str, Any] | LineProblem] = deque()
         """Messages read while waiting for something else (MCP start-up), handled first."""
         self._grace_until: float | None = None
@@ -689,6 +692,8 @@ class CodexRun:
                 translator.start_turn(self.turn_id)
                 main_end, self.turn_ended, self._grace_until = None, False, None
                 continue
+            if method == TERMINAL_INPUT and self._stopped_unasked is None and self.params.approval_mode != "yolo":
+                await self._stop_unasked_input(params)
             for item in translator.notification(method, params):
                 if isinstance(item, ModelResponse):
                     if item.task_id is None:
@@ -716,7 +721,7 @@ class CodexRun:
                         # before anything else: Codex is about to send the image, or the next request
                         await self._interrupt()
                     await self.ctx.emit(item)
-                    if isinstance(item, ToolUse) and not capping and self._looked_outside is None:
+                    if isinstance(item, ToolUse) and not capping and self._stopped_unasked is None:
                         await self._stop_unasked_read(item, bridge, translator, interrupted=looks_outside)
         assert self.process is not None
         assert self.connection is not None
@@ -734,8 +739,8 @@ class CodexRun:
         if self._responses == 0:
             await self.ctx.end_turn(Usage())  # nothing reported: the guard estimates from the text, flagged
         short = codex_short_id(self.thread_id)
-        if self._looked_outside is not None:
-            return RunOutcome(status="error", short_id=short, error=self._looked_outside)
+        if self._stopped_unasked is not None:
+            return RunOutcome(status="error", short_id=short, error=self._stopped_unasked)
         if bridge.capped or (self._interrupted_at_cap and main_end.status == "interrupted"):
             said = (
                 f"stopped after max_turns={self.params.max_turns} model requests; the last request's calls were not run"
@@ -807,7 +812,7 @@ class CodexRun:
             outside = f"{clip(path, 200, more='…')} may not be a path in the workspace"
         if outside is None:
             return
-        self._looked_outside = (
+        self._stopped_unasked = (
             f"stopped: the model's view_image {outside}, which Codex runs without asking; "
             "run in yolo mode or copy the image into the workspace to let the model see it"
         )
@@ -825,6 +830,20 @@ class CodexRun:
                 reason=outside,
                 subagent_task_id=call.subagent_task_id,
             )
+        )
+
+    async def _stop_unasked_input(self, params: dict[str, Any]) -> None:
+        """Interrupt the turn when the model typed into a process a command started (`write_stdin`), in every mode but
+        yolo: Codex writes it without asking anyone, in every mode, and tells only once it is written
+        (`TERMINAL_INPUT`), so the allow of a program (`bash`, `python3`, by a user or a rule) would let the model type
+        any command into it, unasked (round 38). The input was written: it is reported (`tool_progress`, status
+        `input`), and no more is; the run ends `error`, its thread resumable."""
+        assert self.translator is not None
+        await self._interrupt()
+        command = str(as_dict(self.translator.item(str(params.get("itemId")))).get("command") or "a command")
+        self._stopped_unasked = (
+            f"stopped: the model typed into the running `{clip(unwrap_shell(command), 200, more='…')}` (write_stdin), "
+            "which Codex does without asking; run in yolo mode to let the model type into the programs it starts"
         )
 
     def _unasked_past_cap(self, call: ToolUse) -> bool:

@@ -48,6 +48,7 @@ from unified.events import (
 
 __all__ = [
     "SERVER_SIDE_ITEMS",
+    "TERMINAL_INPUT",
     "TOOL_ITEMS",
     "AppServerTranslator",
     "Item",
@@ -74,6 +75,10 @@ TOOL_ITEMS = frozenset(
 )
 SERVER_SIDE_ITEMS = frozenset({"webSearch"})
 """Tools the provider runs (OpenAI's hosted web search): no client-side decision."""
+TERMINAL_INPUT = "item/commandExecution/terminalInteraction"
+"""What Codex 0.171 sends once it wrote the model's `write_stdin` input (`stdin`) to a process a command started
+(`itemId`): no approval is asked first, in any mode (measured: `touch PWNED` typed into an allowed `bash` ran).
+Reported as the call's `tool_progress` with status `input`; outside yolo it stops the run (`_run`)."""
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 _COLLAB_NAMES = {
     "spawnAgent": "spawn_agent",
@@ -431,6 +436,12 @@ class AppServerTranslator:
                 return [
                     ToolProgress(tool_use_id=call_id, status="output", message=params["delta"], subagent_task_id=task)
                 ]
+            return []
+        if method == TERMINAL_INPUT:
+            # the model's `write_stdin`, which Codex does without asking and reports only so: the input typed
+            call_id, typed = str(params.get("itemId")), params.get("stdin")
+            if call_id in self.tools and call_id not in self.answered and isinstance(typed, str):
+                return [ToolProgress(tool_use_id=call_id, status="input", message=typed, subagent_task_id=task)]
             return []
         if method == "turn/started":
             turn = as_dict(params.get("turn"))
