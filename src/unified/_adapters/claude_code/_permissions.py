@@ -44,7 +44,7 @@ import anyio.to_thread
 
 from unified._adapters.claude_code._control import ClaudeConnection
 from unified._adapters.claude_code._launch import default_home
-from unified._adapters.claude_code._tools import QUESTION_TOOL, policy_call
+from unified._adapters.claude_code._tools import AGENT_TOOLS, QUESTION_TOOL, policy_call
 from unified._adapters.claude_code._translate import StreamTranslator, as_object
 from unified._binary.jsonrpc import as_list
 from unified._redaction import clip
@@ -62,7 +62,7 @@ from unified.events import (
 )
 from unified.tools import Policy, _protected
 from unified.tools._paths import Workspace
-from unified.tools._policy import DEFAULT_TIER, Decision, Verdict, session_rule
+from unified.tools._policy import DEFAULT_TIER, Decision, Rule, Verdict, session_rule
 from unified.tools._runtime import (
     LOCAL_NETWORK_RULE,
     OUTSIDE_RULE,
@@ -72,7 +72,7 @@ from unified.tools._runtime import (
     read_outside,
 )
 
-__all__ = ["Answer", "PermissionBridge", "cli_rule"]
+__all__ = ["REMOTE_AGENT_RULE", "Answer", "PermissionBridge", "cli_rule"]
 
 Emit = Callable[[UnifiedEvent], Awaitable[None]]
 
@@ -147,6 +147,29 @@ def _read_paths(name: str, args: Mapping[str, Any]) -> list[str]:
             folder = "/".join(literal)
             paths.append(f"{base.rstrip('/')}/{folder}" if isinstance(base, str) and base else folder)
     return paths
+
+
+REMOTE_AGENT_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="remote-agent")
+"""Not a row of any table: the name a decision carries when a subagent that would run off this machine was put to the
+user although a rule (the shipped `delegate`) allowed it (`_isolated`)."""
+
+
+def _isolated(tool_input: Mapping[str, Any]) -> tuple[Rule, str] | None:
+    """(rule, why) for an `Agent` call whose `isolation` voids what allows a subagent unasked (the shipped `delegate`
+    rule: delegating allows nothing by itself, each call of the subagent is put to the policy), None for a plain one.
+
+    `"worktree"` has the CLI write into the repository before the subagent's first call: a git worktree under
+    `.claude/worktrees/`, its records in `.git/worktrees/` and a branch in `.git/refs/heads/` (measured with 2.1.332:
+    in plan mode too), protected paths, so it is asked as a write of one is. `"remote"` (and a value the CLI may add
+    later) runs the subagent off this machine, where none of its calls is put to unified's policy (2.1.332 gates it
+    behind a Claude login; with a key it ran the subagent here instead). Round 37: both were allowed unasked in
+    every mode, plan's too."""
+    isolation = tool_input.get("isolation")
+    if isolation is None:
+        return None
+    if isolation == "worktree":
+        return PROTECTED_RULE, "it makes a git worktree and branch in .claude/worktrees and .git"
+    return REMOTE_AGENT_RULE, f"its isolation is {clip(repr(isolation), 60, more='…')}: its calls are not asked here"
 
 
 class PermissionBridge:
@@ -267,6 +290,8 @@ class PermissionBridge:
                 (local := local_target(url := str(args.get("url", ""))) or await resolves_locally(url)) is not None
             ):
                 verdict = Verdict(Decision.ASK_USER, LOCAL_NETWORK_RULE, local)
+            elif tool in AGENT_TOOLS and (isolated := _isolated(tool_input)) is not None:
+                verdict = Verdict(Decision.ASK_USER, *isolated)
         rule = verdict.rule
         shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER
         by: Literal["policy", "approval_mode"] = "approval_mode" if shipped_mode_rule else "policy"
@@ -303,6 +328,7 @@ class PermissionBridge:
             PROTECTED_RULE: "\nIt writes a protected path: ",
             OUTSIDE_RULE: "\nIt reads outside the workspace: ",
             LOCAL_NETWORK_RULE: "\nIt fetches from this machine or its network: ",
+            REMOTE_AGENT_RULE: "\nIts subagent runs elsewhere: ",
         }
         why_asked = f"{protected[rule]}{verdict.doubt}." if rule in protected else ""
         prompt = permission_request(

@@ -1,0 +1,245 @@
+"""Red team, round 37: the Claude Code backend against a hostile model, a hostile repository and hostile CLI output.
+
+Holes (each test marked SUCCEEDED before fails on the code before its fix):
+
+- credentials the CLI needs in its environment, which its Bash commands inherit, were no secret to the redactor, so a
+  model's `env` (or `printenv`) showed them whole in the run's `tool_result` events (measured with 2.1.332, e2e in
+  test_red_team_round37_e2e.py): Bedrock's API key `AWS_BEARER_TOKEN_BEDROCK` (the name does not end in `TOKEN`), the
+  client key's `CLAUDE_CODE_CLIENT_KEY_PASSPHRASE`, `ANTHROPIC_WEBHOOK_SIGNING_KEY`, and a gateway's credential in
+  `ANTHROPIC_CUSTOM_HEADERS` (`Authorization: Bearer <token>`, `X-Api-Key: <key>`; OpenTelemetry's
+  `OTEL_EXPORTER_OTLP_HEADERS` alike). Now `_redaction._SECRET_NAME` and `_header_secrets`; unified's own shell and
+  the `--version` probe, which drop what `is_secret` names, drop them too;
+- the `Agent` tool with `isolation` was allowed by the shipped `delegate` rule in every mode, plan's too, on the
+  premise that delegating allows nothing by itself: with `"worktree"` the CLI writes a git worktree and a branch into
+  the repository (`.claude/worktrees/`, `.git/worktrees/`, `.git/refs/heads/`, measured: in plan mode too) before the
+  subagent's first call, with `"remote"` the subagent runs off the machine where none of its calls is asked. Now
+  asked in every mode but yolo (`_permissions._isolated`), whatever rule allows `invoke_agent`;
+- a control request of a subtype unified does not handle was answered with its subtype quoted whole (megabytes back
+  into the CLI's input and the transcript). Now clipped.
+
+Pins (held before and after): the run's other secrets stay hidden and ordinary variables and headers are untouched;
+a plain `Agent` call is allowed as before; the CLI's own session rule (`updatedPermissions`) never answers a repeat
+by itself (e2e); a repository's memory files, rules, skills, output style, status line and an `--add-dir` folder's
+settings reach no request and run nothing (e2e).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+from tests.security.test_permission_type_confusion import Context, Wire
+from unified._adapters.claude_code._permissions import PermissionBridge
+from unified._adapters.claude_code._run import ClaudeRun
+from unified._adapters.claude_code._translate import StreamTranslator
+from unified._redaction import given_secrets, is_secret, redactor, secret_values
+from unified.events import PermissionDecision, UserInputRequest, UserInputResponse
+from unified.tools import Policy
+from unified.tools._paths import Workspace
+from unified.tools._policy import Decision, Rule
+from unified.tools._shell import ShellConfig
+from unified.types import ApprovalMode, ExecuteParams
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "gw-tok-9f3a61c2e8b74d05a1"
+
+
+# --- credentials the CLI's environment holds ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["AWS_BEARER_TOKEN_BEDROCK", "CLAUDE_CODE_CLIENT_KEY_PASSPHRASE", "ANTHROPIC_WEBHOOK_SIGNING_KEY"],
+)
+def test_a_credential_variable_of_claude_code_is_a_secret(name: str) -> None:
+    """SUCCEEDED before: each was no secret (names ending `_BEDROCK`, `_PASSPHRASE`, `_SIGNING_KEY`): a model's `env`
+    printed the value into the events whole."""
+    env = {name: TOKEN}
+    assert is_secret(name, TOKEN)
+    assert TOKEN not in redactor(env)(f"{name}={TOKEN}\nPATH=/usr/bin")
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        pytest.param(f"Authorization: Bearer {TOKEN}", id="authorization"),
+        pytest.param(f"X-Team: alpha\nX-Api-Key: {TOKEN}", id="second-line-api-key"),
+        pytest.param(f"cf-aig-authorization: Bearer {TOKEN}\nX-Team: alpha", id="gateway-header"),
+        pytest.param(f"x-gateway-token:{TOKEN}", id="no-space"),
+    ],
+)
+def test_a_gateway_credential_in_anthropic_custom_headers_is_hidden(headers: str) -> None:
+    """SUCCEEDED before: `ANTHROPIC_CUSTOM_HEADERS` (the CLI's extra request headers, where a gateway's credential
+    goes) was no secret; `env` printed `ANTHROPIC_CUSTOM_HEADERS=<name>: <token>`, and the token reached the events."""
+    env = {"ANTHROPIC_CUSTOM_HEADERS": headers}
+    printed = f"ANTHROPIC_CUSTOM_HEADERS={headers}\nTERM=xterm\n"
+    shown = redactor(env)(printed)
+    assert TOKEN not in shown
+    assert "TERM=xterm" in shown
+
+
+def test_an_otel_headers_credential_is_hidden_as_written_and_decoded() -> None:
+    """SUCCEEDED before: `OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20<token>` (name=value pairs, percent-encoded)
+    was no secret."""
+    env = {"OTEL_EXPORTER_OTLP_HEADERS": f"x-team=alpha,authorization=Bearer%20{TOKEN}"}
+    assert TOKEN in secret_values(env)
+    assert TOKEN not in redactor(env)(f"the exporter sent Bearer {TOKEN}")
+
+
+def test_a_header_list_without_a_credential_is_no_secret() -> None:
+    """Held before and after: a header list naming no credential (a team, a region) is left alone, so its values do
+    not turn into `[REDACTED]` in every event that mentions them."""
+    env = {"ANTHROPIC_CUSTOM_HEADERS": "X-Team: production-west\nX-Region: eu-central-1"}
+    assert not is_secret("ANTHROPIC_CUSTOM_HEADERS", env["ANTHROPIC_CUSTOM_HEADERS"])
+    assert redactor(env)("deployed to production-west in eu-central-1") == "deployed to production-west in eu-central-1"
+
+
+def test_a_short_header_credential_is_not_hidden_alone() -> None:
+    """Held: a credential under `MIN_SECRET_LENGTH` (8) is never one (it would mangle ordinary words)."""
+    assert secret_values({"ANTHROPIC_CUSTOM_HEADERS": "X-Api-Key: abc"}) == []
+
+
+@pytest.mark.parametrize("name", ["MAX_THINKING_TOKENS", "CLAUDE_CODE_MAX_OUTPUT_TOKENS", "BASH_MAX_OUTPUT_LENGTH"])
+def test_claude_code_limits_are_no_secrets(name: str) -> None:
+    """Held: a limit's value (a number of tokens) is not hidden, though the name holds `TOKEN`."""
+    assert not is_secret(name, "128000000")
+
+
+def test_a_header_credential_given_in_the_env_option_is_a_secret_of_the_run() -> None:
+    """SUCCEEDED before: `backend_options={"env": {"ANTHROPIC_CUSTOM_HEADERS": ...}}` gave the run no secret (the env
+    option's values are secrets by their name or shape), so the events of that run showed it."""
+    found = given_secrets({"env": {"ANTHROPIC_CUSTOM_HEADERS": f"Authorization: Bearer {TOKEN}"}}, [])
+    assert TOKEN in found
+
+
+def test_unified_s_own_shell_drops_the_bedrock_key_from_its_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: under a caller's `shell_env_allowlist` of `AWS_*`, unified's own shell (the API backends')
+    handed `AWS_BEARER_TOKEN_BEDROCK` to the model's commands; it drops every variable `is_secret` names."""
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", TOKEN)
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    env = ShellConfig(workspace=Workspace(tmp_path), env_allowlist=("AWS_*",)).environment()
+    assert "AWS_BEARER_TOKEN_BEDROCK" not in env
+    assert env["AWS_REGION"] == "eu-west-1"
+
+
+# --- the Agent tool's isolation -------------------------------------------------------------------------------------
+
+
+def _request(tool: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    request = {"subtype": "can_use_tool", "tool_name": tool, "input": tool_input, "tool_use_id": "toolu_1"}
+    return {"type": "control_request", "request_id": "r-1", "request": request}
+
+
+async def _answer(
+    cwd: Path,
+    tool: str,
+    tool_input: dict[str, Any],
+    mode: ApprovalMode,
+    *,
+    asked: list[UserInputRequest] | None = None,
+    policy: Policy | None = None,
+) -> tuple[dict[str, Any], PermissionDecision]:
+    """What the bridge answers one `can_use_tool` request in `mode`; `asked`: a caller who records each prompt and
+    denies it, else nobody to ask."""
+
+    def deny(request: UserInputRequest) -> UserInputResponse:
+        assert asked is not None
+        asked.append(request)
+        return UserInputResponse.deny("no")
+
+    on_user_input = (lambda request: None) if asked is not None else None
+    params = ExecuteParams(prompt="p", cwd=cwd, approval_mode=mode, on_user_input=on_user_input)
+    ctx, wire = Context(params, deny if asked is not None else None), Wire()
+    bridge = PermissionBridge(cast(Any, ctx), cast(Any, wire), StreamTranslator(), policy or Policy.default())
+    run = SimpleNamespace(connection=wire, stopping=False, _emit=ctx.emit)
+    await ClaudeRun._control_request(cast(Any, run), bridge, _request(tool, tool_input))
+    [(_, _, body)] = wire.answers()
+    [decision] = [e for e in ctx.events if isinstance(e, PermissionDecision)]
+    return body, decision
+
+
+AGENT = {"description": "d", "prompt": "look around", "subagent_type": "general-purpose"}
+
+
+@pytest.mark.parametrize("mode", ["plan", "default", "auto_edit"])
+async def test_an_agent_in_a_worktree_is_asked(tmp_path: Path, mode: ApprovalMode) -> None:
+    """SUCCEEDED before: `Agent(isolation="worktree")` was allowed unasked by the `delegate` rule, plan mode too, and
+    the CLI wrote a worktree under `.claude/worktrees/` and a branch into `.git` (measured). Now asked as a write of a
+    protected path: nobody to ask is a denial."""
+    body, decision = await _answer(tmp_path, "Agent", {**AGENT, "isolation": "worktree"}, mode)
+    assert body["behavior"] == "deny", body
+    assert decision.rule == "protected-paths"
+    assert "worktree" in (decision.reason or "")
+
+
+async def test_a_remote_agent_is_put_to_the_user(tmp_path: Path) -> None:
+    """SUCCEEDED before: `Agent(isolation="remote")` (a subagent off this machine, none of its calls asked here) was
+    allowed unasked. Now the caller is asked, and told why."""
+    asked: list[UserInputRequest] = []
+    body, decision = await _answer(tmp_path, "Agent", {**AGENT, "isolation": "remote"}, "default", asked=asked)
+    assert body["behavior"] == "deny"
+    [prompt] = asked
+    assert "runs elsewhere" in prompt.questions[0].prompt
+    assert decision.decided_by == "user"
+
+
+@pytest.mark.parametrize("isolation", ["cloud", "", 0, {"kind": "remote"}, ["worktree"]])
+async def test_an_agent_with_an_isolation_unified_does_not_know_is_asked(tmp_path: Path, isolation: object) -> None:
+    """SUCCEEDED before: whatever `isolation` held, the call was allowed as a plain delegation. What the policy does not
+    understand is asked (here: nobody to ask, a denial)."""
+    body, decision = await _answer(tmp_path, "Agent", {**AGENT, "isolation": isolation}, "default")
+    assert body["behavior"] == "deny", body
+    assert decision.rule == "remote-agent"
+
+
+async def test_the_task_spelling_of_the_agent_tool_is_asked_too(tmp_path: Path) -> None:
+    """SUCCEEDED before: `Task` (the name `init` lists) with `isolation` was allowed like `Agent`."""
+    body, _ = await _answer(tmp_path, "Task", {**AGENT, "isolation": "remote"}, "auto_edit")
+    assert body["behavior"] == "deny"
+
+
+async def test_a_user_rule_allowing_subagents_does_not_cover_an_isolated_one(tmp_path: Path) -> None:
+    """SUCCEEDED before: a caller's own rule allowing `invoke_agent` let an isolated one run unasked; it is asked as a
+    protected write is, whatever rule allows it."""
+    rule = Rule(tool_names=("invoke_agent",), decision=Decision.ALLOW, priority=500.0, name="mine")
+    policy = Policy.default().with_rules([rule])
+    body, decision = await _answer(tmp_path, "Agent", {**AGENT, "isolation": "worktree"}, "default", policy=policy)
+    assert body["behavior"] == "deny"
+    assert decision.rule == "protected-paths"
+
+
+@pytest.mark.parametrize("tool_input", [AGENT, {**AGENT, "isolation": None}], ids=["plain", "null"])
+async def test_a_plain_agent_is_still_allowed(tmp_path: Path, tool_input: dict[str, Any]) -> None:
+    """Held before and after: a subagent without isolation is delegated unasked (each of its calls is asked)."""
+    body, decision = await _answer(tmp_path, "Agent", tool_input, "plan")
+    assert body == {"behavior": "allow"}
+    assert decision.rule == "delegate"
+
+
+async def test_an_isolated_agent_runs_in_yolo(tmp_path: Path) -> None:
+    """Held: yolo asks nothing, as for a protected write."""
+    body, _ = await _answer(tmp_path, "Agent", {**AGENT, "isolation": "remote"}, "yolo")
+    assert body == {"behavior": "allow"}
+
+
+# --- hostile control requests ---------------------------------------------------------------------------------------
+
+
+async def test_an_unknown_subtype_is_quoted_clipped_in_the_error_answer(tmp_path: Path) -> None:
+    """SUCCEEDED before: a control request whose subtype held 2 MB was refused with the 2 MB quoted back."""
+    params = ExecuteParams(prompt="p", cwd=tmp_path)
+    ctx, wire = Context(params, None), Wire()
+    bridge = PermissionBridge(cast(Any, ctx), cast(Any, wire), StreamTranslator(), Policy.default())
+    run = SimpleNamespace(connection=wire, stopping=False, _emit=ctx.emit)
+    message = {"type": "control_request", "request_id": "r-9", "request": {"subtype": "x" * 2_000_000}}
+    await ClaudeRun._control_request(cast(Any, run), bridge, message)
+    [(kind, request_id, (error,))] = wire.answers()
+    assert (kind, request_id) == ("error", "r-9")
+    assert len(error) < 200
+    assert error.startswith("unified does not handle 'xxx")
