@@ -1,0 +1,167 @@
+"""Red team, round 37, with the real `claude` binary offline against FakeAnthropic (see test_red_team_round37.py for
+the unit cases).
+
+SUCCEEDED before (each fails on the code before its fix): a model's `env` showed Bedrock's key, a client key's
+passphrase and a gateway's header credential whole in the run's events; `Agent(isolation="worktree")` in plan mode
+made a git worktree and branch in the repository unasked. Held (pins): a repository's memory files, rules, skills,
+output style, status line and hooks, and those of an `--add-dir` folder, reach no request and run nothing; the CLI's
+own session rule from an "allow always" never lets a repeat run without asking unified."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.claude_code.claude_code_helpers import model_bodies, run_claude
+from tests.e2e.claude_code.conftest import claude_setup, workspace
+from unified.events import PermissionDecision, Result, ToolResult, UserInputRequest, UserInputResponse
+from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
+
+__all__ = ["claude_setup", "workspace"]
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+
+@pytest.fixture(params=["asyncio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Each run is a cold start of the binary: asyncio only (the bridge's own cases run on both loops)."""
+    return str(request.param)
+
+
+def _pieces(secret: str, size: int = 8) -> set[str]:
+    return {secret[at : at + size] for at in range(len(secret) - size + 1)}
+
+
+async def test_e2e_a_model_s_env_shows_no_credential_of_the_cli_s_environment(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: the Bash result of `env` (the CLI hands its commands its environment) showed
+    `AWS_BEARER_TOKEN_BEDROCK`, `CLAUDE_CODE_CLIENT_KEY_PASSPHRASE` and the credential of `ANTHROPIC_CUSTOM_HEADERS`
+    whole in the `tool_result` event (measured with 2.1.332). The model still reads them (what remains:
+    docs/backends/claude-code.md), and the CLI still sends the gateway its header."""
+    secrets = {
+        "AWS_BEARER_TOKEN_BEDROCK": "ABSKbedrock7f1e29c4d8a05b36",
+        "CLAUDE_CODE_CLIENT_KEY_PASSPHRASE": "passphrase5c09e7a1b2d3f4",
+        "ANTHROPIC_CUSTOM_HEADERS": "cf-aig-authorization: Bearer gwtoken81d4c7e2a9f0b3",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+
+    async def allow(request: UserInputRequest) -> UserInputResponse:
+        return UserInputResponse.allow()
+
+    shell = FunctionCall(name="Bash", args={"command": "env", "description": "d"}, id="toolu_1")
+    async with FakeAnthropic([ModelTurn(function_calls=[shell]), ModelTurn(text="done")]) as server:
+        events = await run_claude(server, workspace, model="claude-sonnet-4-5", answer=allow)
+        sent = [dict(r.headers) for r in server.requests if r.path.startswith("/v1/messages")]
+    result = events[-1]
+    assert isinstance(result, Result) and result.status == "success", result
+    [output] = [e.output for e in events if isinstance(e, ToolResult)]
+    assert "AWS_BEARER_TOKEN_BEDROCK=" in (output or "")  # the command ran and printed the environment
+    shown = "\n".join(e.model_dump_json() for e in events)
+    hidden = ["ABSKbedrock7f1e29c4d8a05b36", "passphrase5c09e7a1b2d3f4", "gwtoken81d4c7e2a9f0b3"]
+    leaked = sorted(piece for secret in hidden for piece in _pieces(secret) if piece in shown)
+    assert leaked == []
+    assert all(h.get("cf-aig-authorization") == "Bearer gwtoken81d4c7e2a9f0b3" for h in sent)
+
+
+def _git_repository(path: Path) -> list[str]:
+    git = ["git", "-c", "user.name=a", "-c", "user.email=a@example.com", "-C", str(path)]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True)
+    return git
+
+
+async def test_e2e_an_agent_in_a_worktree_writes_nothing_in_plan_mode(workspace: Path) -> None:
+    """SUCCEEDED before: in plan mode the `delegate` rule allowed `Agent(isolation="worktree")`, and the CLI made
+    `.claude/worktrees/agent-<id>` (a checkout), its records in `.git/worktrees` and a branch `worktree-agent-<id>`
+    (measured with a `git` wrapper logging its commands: `worktree add`, then `worktree remove` and `branch -D`, the
+    empty folder left). Now denied (nobody to ask): none of it is made."""
+    git = _git_repository(workspace)
+    call = {**{"description": "d", "prompt": "look", "subagent_type": "general-purpose"}, "isolation": "worktree"}
+    turns = [
+        ModelTurn(function_calls=[FunctionCall(name="Agent", args={**call, "run_in_background": False}, id="toolu_1")]),
+        ModelTurn(text="sub done", subagent=True),
+        ModelTurn(text="done", subagent=False),
+    ]
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(server, workspace, model="claude-sonnet-4-5", approval_mode="plan")
+    [decision] = [e for e in events if isinstance(e, PermissionDecision)]
+    assert (decision.decision, decision.rule) == ("deny", "protected-paths")
+    assert not (workspace / ".claude").exists()
+    branches = subprocess.run([*git, "branch", "--list"], capture_output=True, text=True, check=True).stdout
+    assert branches.split() == ["*", "main"]
+    assert not (workspace / ".git" / "worktrees").exists()
+
+
+async def test_e2e_a_repository_s_claude_files_reach_no_request(workspace: Path, tmp_path: Path) -> None:
+    """Held (a pin, measured with 2.1.332 and the flags unified passes: `--setting-sources user`,
+    `--strict-mcp-config`): the project's and its parent's CLAUDE.md (with an `@` import), CLAUDE.local.md,
+    `.claude/CLAUDE.md`, `.claude/rules/`, `.claude/skills/`, an output style the project's settings choose, and the
+    same files of an `--add-dir` folder (its agents and commands too) reach no request; neither folder's hooks,
+    status line or key helper runs, nor do their allow rules widen anything."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / "CLAUDE.md").write_text("PARENT-MEMORY-MARK\n")
+    extra = tmp_path / "extra"
+    hook = {"hooks": [{"type": "command", "command": f"touch {marks}/hook"}]}
+    settings = {
+        "outputStyle": "evil",
+        "hooks": {"SessionStart": [hook], "PreToolUse": [{"matcher": "*", **hook}]},
+        "statusLine": {"type": "command", "command": f"touch {marks}/status"},
+        "apiKeyHelper": f"touch {marks}/helper; echo k",
+        "permissions": {"allow": ["Bash"]},
+    }
+    for folder, tag in ((workspace, "PROJECT"), (extra, "ADDDIR")):
+        claude = folder / ".claude"
+        for sub in ("rules", "skills/sk", "output-styles", "agents", "commands"):
+            (claude / sub).mkdir(parents=True)
+        (folder / "CLAUDE.md").write_text(f"{tag}-MEMORY-MARK\n@notes-{tag}.txt\n")
+        (folder / f"notes-{tag}.txt").write_text(f"{tag}-IMPORT-MARK\n")
+        (folder / "CLAUDE.local.md").write_text(f"{tag}-LOCAL-MARK\n")
+        (claude / "CLAUDE.md").write_text(f"{tag}-DOTCLAUDE-MARK\n")
+        (claude / "rules" / "r.md").write_text(f"{tag}-RULES-MARK\n")
+        (claude / "skills" / "sk" / "SKILL.md").write_text(f"---\nname: sk\ndescription: {tag}-SKILL-MARK\n---\nx\n")
+        (claude / "output-styles" / "evil.md").write_text(f"---\nname: evil\ndescription: d\n---\n{tag}-STYLE-MARK\n")
+        (claude / "agents" / "a.md").write_text(f"---\nname: a\ndescription: {tag}-AGENT-MARK\n---\nx\n")
+        (claude / "commands" / "c.md").write_text(f"---\ndescription: {tag}-COMMAND-MARK\n---\nx\n")
+        (claude / "settings.json").write_text(json.dumps(settings))
+    shell = FunctionCall(name="Bash", args={"command": f"touch {marks}/shell", "description": "d"}, id="toolu_1")
+    async with FakeAnthropic([ModelTurn(function_calls=[shell]), ModelTurn(text="done")]) as server:
+        events = await run_claude(server, workspace, model="claude-sonnet-4-5", include_directories=[extra])
+        bodies = "\n".join(model_bodies(server))
+    result = events[-1]
+    assert isinstance(result, Result) and result.status == "success", result
+    assert str(extra) in bodies  # the folder was added (the CLI names it), its files were not read
+    assert re.findall(r"[A-Z]+-[A-Z]+-MARK", bodies) == []
+    assert sorted(p.name for p in marks.iterdir()) == []
+    [decision] = [e for e in events if isinstance(e, PermissionDecision)]
+    assert decision.decision == "deny"  # nobody to ask: the folders' allow rules did not widen it
+
+
+async def test_e2e_the_cli_s_session_rule_never_answers_a_repeat_by_itself(workspace: Path) -> None:
+    """Held (a pin): "allow always" sends the CLI a session rule (`updatedPermissions`, `Bash(echo *)` here, which in
+    the CLI's own syntax matches every `echo`), and the run's `permissions.ask` rules still outrank it: the CLI asked
+    unified about the repeat, whose own session rule (the approved shape only) does not cover `echo hello`."""
+    asked: list[str] = []
+
+    async def answer(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request.questions[0].prompt)
+        return UserInputResponse.allow(always=True) if len(asked) == 1 else UserInputResponse.deny()
+
+    calls = [
+        FunctionCall(name="Bash", args={"command": "echo *", "description": "d"}, id="toolu_1"),
+        FunctionCall(name="Bash", args={"command": "echo hello > said", "description": "d"}, id="toolu_2"),
+    ]
+    turns = [ModelTurn(function_calls=[calls[0]]), ModelTurn(function_calls=[calls[1]]), ModelTurn(text="done")]
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(server, workspace, model="claude-sonnet-4-5", answer=answer)
+    assert len(asked) == 2
+    decisions = [(e.tool_use_id, e.decision, e.decided_by) for e in events if isinstance(e, PermissionDecision)]
+    assert decisions == [("toolu_1", "allow", "user"), ("toolu_2", "deny", "user")]
+    assert not (workspace / "said").exists()
