@@ -59,7 +59,8 @@ async def test_e2e_a_model_s_env_shows_no_credential_of_the_cli_s_environment(
         events = await run_claude(server, workspace, model="claude-sonnet-4-5", answer=allow)
         sent = [dict(r.headers) for r in server.requests if r.path.startswith("/v1/messages")]
     result = events[-1]
-    assert isinstance(result, Result) and result.status == "success", result
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
     [output] = [e.output for e in events if isinstance(e, ToolResult)]
     assert "AWS_BEARER_TOKEN_BEDROCK=" in (output or "")  # the command ran and printed the environment
     shown = "\n".join(e.model_dump_json() for e in events)
@@ -75,6 +76,10 @@ def _git_repository(path: Path) -> list[str]:
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "first"], check=True)
     return git
+
+
+def _branches(git: list[str]) -> list[str]:
+    return subprocess.run([*git, "branch", "--list"], capture_output=True, text=True, check=True).stdout.split()
 
 
 async def test_e2e_an_agent_in_a_worktree_writes_nothing_in_plan_mode(workspace: Path) -> None:
@@ -94,8 +99,7 @@ async def test_e2e_an_agent_in_a_worktree_writes_nothing_in_plan_mode(workspace:
     [decision] = [e for e in events if isinstance(e, PermissionDecision)]
     assert (decision.decision, decision.rule) == ("deny", "protected-paths")
     assert not (workspace / ".claude").exists()
-    branches = subprocess.run([*git, "branch", "--list"], capture_output=True, text=True, check=True).stdout
-    assert branches.split() == ["*", "main"]
+    assert _branches(git) == ["*", "main"]
     assert not (workspace / ".git" / "worktrees").exists()
 
 
@@ -136,7 +140,8 @@ async def test_e2e_a_repository_s_claude_files_reach_no_request(workspace: Path,
         events = await run_claude(server, workspace, model="claude-sonnet-4-5", include_directories=[extra])
         bodies = "\n".join(model_bodies(server))
     result = events[-1]
-    assert isinstance(result, Result) and result.status == "success", result
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
     assert str(extra) in bodies  # the folder was added (the CLI names it), its files were not read
     assert re.findall(r"[A-Z]+-[A-Z]+-MARK", bodies) == []
     assert sorted(p.name for p in marks.iterdir()) == []
