@@ -143,9 +143,7 @@ def disallowed_tools(excluded_tools: Iterable[str]) -> list[str]:
 
     excluded = list(excluded_tools)
     names = {claude_tool_name(name) for name in excluded}
-    names.update(
-        tool for tool, name in (*_POLICY_NAMES.items(), *_READ_ALSO_AS.items()) if is_excluded(name, excluded)
-    )
+    names.update(tool for tool, name in (*_POLICY_NAMES.items(), *_READ_ALSO_AS.items()) if is_excluded(name, excluded))
     return sorted(names)
 
 
