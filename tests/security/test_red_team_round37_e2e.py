@@ -3,9 +3,13 @@ the unit cases).
 
 SUCCEEDED before (each fails on the code before its fix): a model's `env` showed Bedrock's key, a client key's
 passphrase and a gateway's header credential whole in the run's events; `Agent(isolation="worktree")` in plan mode
-made a git worktree and branch in the repository unasked. Held (pins): a repository's memory files, rules, skills,
-output style, status line and hooks, and those of an `--add-dir` folder, reach no request and run nothing; the CLI's
-own session rule from an "allow always" never lets a repeat run without asking unified."""
+made a git worktree and branch in the repository unasked; after an "allow always" for one `Monitor` command, another
+wrote a git hook unasked; under a caller's rule allowing them, `CronCreate(durable=true)` wrote the project's
+`.claude/scheduled_tasks.json` and `EnterWorktree` moved the CLI's commands into a new worktree.
+
+Held (pins): a repository's memory files, rules, skills, output style, status line and hooks, and those of an
+`--add-dir` folder, reach no request and run nothing; the CLI's own session rule from an "allow always" never lets a
+repeat run without asking unified."""
 
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ from tests.e2e.claude_code.claude_code_helpers import model_bodies, run_claude
 from tests.e2e.claude_code.conftest import claude_setup, workspace
 from unified.events import PermissionDecision, Result, ToolResult, UserInputRequest, UserInputResponse
 from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
+from unified.tools import Policy
+from unified.tools._policy import Decision, Rule
 
 __all__ = ["claude_setup", "workspace"]
 
@@ -170,3 +176,55 @@ async def test_e2e_the_cli_s_session_rule_never_answers_a_repeat_by_itself(works
     decisions = [(e.tool_use_id, e.decision, e.decided_by) for e in events if isinstance(e, PermissionDecision)]
     assert decisions == [("toolu_1", "allow", "user"), ("toolu_2", "deny", "user")]
     assert not (workspace / "said").exists()
+
+
+async def test_e2e_allow_always_for_one_monitor_command_does_not_run_another(workspace: Path) -> None:
+    """SUCCEEDED before: "allow always" for `Monitor(command="echo hi")` (its prompt: "Allow Monitor: watch?") added a
+    session rule for `Monitor` whatever its input; the model's next `Monitor` wrote `.git/hooks/pre-commit` unasked
+    (measured with 2.1.332). Now that command is asked (and denied here)."""
+    asked: list[str] = []
+
+    async def answer(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request.questions[0].prompt)
+        return UserInputResponse.allow(always=True) if len(asked) == 1 else UserInputResponse.deny()
+
+    hook = "mkdir -p .git/hooks; echo pwned > .git/hooks/pre-commit; echo x"
+    calls = [
+        FunctionCall(name="Monitor", args={"command": "echo hi", "description": "watch", "timeout_ms": 5000}, id="m1"),
+        FunctionCall(name="Monitor", args={"command": hook, "description": "watch", "timeout_ms": 5000}, id="m2"),
+    ]
+    turns = [*(ModelTurn(function_calls=[call]) for call in calls), *(ModelTurn(text="done") for _ in range(3))]
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(server, workspace, model="claude-sonnet-4-5", answer=answer)
+    assert len(asked) == 2
+    assert "echo hi" in asked[0]
+    decisions = {e.tool_use_id: e.decision for e in events if isinstance(e, PermissionDecision)}
+    assert decisions == {"m1": "allow", "m2": "deny"}
+    assert not (workspace / ".git").exists()
+
+
+def _allowing(*tools: str) -> Policy:
+    return Policy.default().with_rules(
+        [Rule(tool_names=tools, decision=Decision.ALLOW, priority=500.0, name="caller-allows")]
+    )
+
+
+async def test_e2e_a_durable_cron_job_and_a_worktree_are_asked_under_a_rule_allowing_them(workspace: Path) -> None:
+    """SUCCEEDED before: under a caller's rule allowing `CronCreate` and `EnterWorktree`, the CLI saved the injected
+    prompt in `.claude/scheduled_tasks.json` (which later Claude Code sessions of the project run), made a worktree
+    and branch, and ran the next command in it (`pwd` printed `.claude/worktrees/wt1`). Now both are asked: nobody
+    to ask, denied; the command runs in the workspace."""
+    _git_repository(workspace)
+    cron = {"cron": "*/5 * * * *", "prompt": "INJECTED", "recurring": True, "durable": True}
+    calls = [
+        FunctionCall(name="CronCreate", args=cron, id="c1"),
+        FunctionCall(name="EnterWorktree", args={"name": "wt1"}, id="w1"),
+    ]
+    turns = [ModelTurn(function_calls=[call]) for call in calls] + [ModelTurn(text="done")]
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(
+            server, workspace, model="claude-sonnet-4-5", options={"policy": _allowing("CronCreate", "EnterWorktree")}
+        )
+    decisions = {e.tool_use_id: (e.decision, e.rule) for e in events if isinstance(e, PermissionDecision)}
+    assert decisions == {"c1": ("deny", "protected-paths"), "w1": ("deny", "unjudged")}
+    assert not (workspace / ".claude").exists()
