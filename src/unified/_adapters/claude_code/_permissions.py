@@ -74,7 +74,7 @@ from unified.tools._runtime import (
     read_outside,
 )
 
-__all__ = ["UNJUDGED_RULE", "Answer", "PermissionBridge", "cli_rule"]
+__all__ = ["Answer", "PermissionBridge", "cli_rule"]
 
 Emit = Callable[[UnifiedEvent], Awaitable[None]]
 
@@ -156,7 +156,7 @@ def _read_paths(name: str, args: Mapping[str, Any]) -> list[str]:
     return paths
 
 
-UNJUDGED_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="unjudged")
+_UNJUDGED_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="unjudged")
 """Not a row of any table: the name a decision carries when a call after which unified's policy no longer judges what
 runs was put to the user although a rule allowed it (`_beyond_rules`)."""
 
@@ -181,12 +181,12 @@ def _beyond_rules(tool: str, tool_input: Mapping[str, Any]) -> tuple[Rule, str] 
         if isolation == "worktree":
             return PROTECTED_RULE, "it makes a git worktree and branch in .claude/worktrees and .git"
         return (
-            UNJUDGED_RULE,
+            _UNJUDGED_RULE,
             f"its subagent's isolation is {clip(repr(isolation), 60, more='…')}: none of its calls is asked",
         )
     if tool == "EnterWorktree":
         return (
-            UNJUDGED_RULE,
+            _UNJUDGED_RULE,
             "the CLI's commands then run in a git worktree, not in the workspace unified judges them in",
         )
     if tool == "CronCreate" and tool_input.get("durable") not in (None, False):
@@ -350,7 +350,7 @@ class PermissionBridge:
             PROTECTED_RULE: "\nIt writes a protected path: ",
             OUTSIDE_RULE: "\nIt reads outside the workspace: ",
             LOCAL_NETWORK_RULE: "\nIt fetches from this machine or its network: ",
-            UNJUDGED_RULE: "\nunified cannot judge what follows it: ",
+            _UNJUDGED_RULE: "\nunified cannot judge what follows it: ",
         }
         why_asked = f"{protected[rule]}{verdict.doubt}." if rule in protected else ""
         prompt = permission_request(
