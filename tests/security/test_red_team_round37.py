@@ -35,6 +35,7 @@ settings reach no request and run nothing (e2e).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -42,6 +43,9 @@ from typing import Any, cast
 import pytest
 
 from tests.security.test_permission_type_confusion import Context, Wire
+from unified._adapters.claude_code import _key_file
+from unified._adapters.claude_code._launch import Launch
+from unified._adapters.claude_code._options import claude_code_options
 from unified._adapters.claude_code._permissions import PermissionBridge
 from unified._adapters.claude_code._run import ClaudeRun
 from unified._adapters.claude_code._tools import disallowed_tools
@@ -399,3 +403,86 @@ async def test_a_session_only_cron_job_follows_the_rule(tmp_path: Path, durable:
     tool_input = {"cron": "*/5 * * * *", "prompt": "check the build", "durable": durable}
     body, _ = await _answer(tmp_path, "CronCreate", tool_input, "default", policy=Policy.default().with_rules([rule]))
     assert body == {"behavior": "allow"}
+
+
+# --- a Bedrock run's AWS keys ---------------------------------------------------------------------------------------
+
+AWS = {
+    "CLAUDE_CODE_USE_BEDROCK": "1",
+    "AWS_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMIbPxRfiCYEXAMPLEKEY0123",
+    "AWS_SESSION_TOKEN": "FwoGZXIvYXdzEXAMPLEsessiontoken4567",
+}
+
+
+def _bedrock_launch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> Launch:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    params = ExecuteParams(
+        prompt="x",
+        backend="claude-code",
+        cwd=tmp_path,
+        backend_options={"start_process": print, "home": tmp_path / "home"},
+    )
+    return Launch.of(params, claude_code_options(params.backend_options))
+
+
+def test_a_bedrock_run_gives_its_aws_keys_through_the_export_helper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` were in the CLI's environment (which the
+    model's commands inherit). Now they are out of it, in a private file of the home `awsCredentialExport` prints."""
+
+    launch = _bedrock_launch(tmp_path, monkeypatch, AWS)
+    assert not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} & set(launch.env)
+    assert launch.env["AWS_REGION"] == "us-east-1"
+    argv = launch.argv(session_id="00000000-0000-4000-8000-000000000000", resume=False)
+    settings = json.loads(argv[argv.index("--settings") + 1])
+    helper = settings["awsCredentialExport"]
+    [(path, data)] = [(p, d) for p, d in launch.private_files if p.name.startswith("aws-")]
+    assert helper.endswith(str(path))
+    assert AWS["AWS_SECRET_ACCESS_KEY"] not in " ".join(argv)
+    assert json.loads(data) == {
+        "Credentials": {
+            "AccessKeyId": AWS["AWS_ACCESS_KEY_ID"],
+            "SecretAccessKey": AWS["AWS_SECRET_ACCESS_KEY"],
+            "SessionToken": AWS["AWS_SESSION_TOKEN"],
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        pytest.param({k: v for k, v in AWS.items() if k != "CLAUDE_CODE_USE_BEDROCK"}, id="not-bedrock"),
+        pytest.param({k: v for k, v in AWS.items() if k != "AWS_SECRET_ACCESS_KEY"}, id="no-secret"),
+        pytest.param({"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_PROFILE": "work"}, id="profile"),
+    ],
+)
+def test_aws_keys_without_bedrock_or_a_secret_are_left_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str]
+) -> None:
+    """Held: outside Bedrock, or without a key pair (a profile, a role), the environment is as before and no helper
+    is given (the CLI finds its credentials the way it did)."""
+    for name in AWS:
+        monkeypatch.delenv(name, raising=False)
+    launch = _bedrock_launch(tmp_path, monkeypatch, env)
+    argv = launch.argv(session_id="00000000-0000-4000-8000-000000000000", resume=False)
+    assert "awsCredentialExport" not in json.loads(argv[argv.index("--settings") + 1])
+    assert {name: launch.env.get(name) for name in env} == env
+
+
+def test_a_stale_aws_keys_file_of_a_crashed_run_is_swept(tmp_path: Path) -> None:
+    """SUCCEEDED before: the leases' sweep knew `anthropic-`, `mcp-` and `system-` files only: an `aws-<digest>.json`
+    a crashed run left (the keys in plain text) would have stayed in the home for good."""
+    keys = tmp_path / "home" / "keys"
+    keys.mkdir(parents=True, mode=0o700)
+    stale = keys / "aws-0123456789abcdef.json"
+    stale.write_text('{"Credentials": {}}')
+    stale.chmod(0o600)
+    held = _key_file.lease([(keys / "anthropic-fedcba9876543210", b"key")])
+    try:
+        assert not stale.exists()
+    finally:
+        held.release()

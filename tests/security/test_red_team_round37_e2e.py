@@ -228,3 +228,40 @@ async def test_e2e_a_durable_cron_job_and_a_worktree_are_asked_under_a_rule_allo
     decisions = {e.tool_use_id: (e.decision, e.rule) for e in events if isinstance(e, PermissionDecision)}
     assert decisions == {"c1": ("deny", "protected-paths"), "w1": ("deny", "unjudged")}
     assert not (workspace / ".claude").exists()
+
+
+async def test_e2e_a_bedrock_run_s_aws_keys_are_in_no_environment_of_the_cli(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: a Bedrock run's `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` were in the CLI's environment,
+    so the model's `env` printed them (to the model, and its provider). Now they go through the CLI's
+    `awsCredentialExport` helper (`cat` of a private file of the home): the Bash result holds neither, and the CLI
+    still signs its Bedrock requests with them (the session token is sent as `x-amz-security-token`)."""
+    secret, token = "wJalrXUtnFEMIbPxRfiCYEXAMPLEKEY0123", "FwoGZXIvYXdzEXAMPLEsessiontoken4567"
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", token)
+    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    for tier in ("OPUS", "SONNET", "HAIKU"):  # named: with credentials the CLI probes no model of each tier's default
+        monkeypatch.setenv(f"ANTHROPIC_DEFAULT_{tier}_MODEL", "claude-fake-model")
+
+    async def allow(request: UserInputRequest) -> UserInputResponse:
+        return UserInputResponse.allow()
+
+    shell = FunctionCall(name="Bash", args={"command": "env; cat /proc/$PPID/environ | tr '\\0' '\\n'"}, id="toolu_1")
+    turns = [ModelTurn(function_calls=[shell], subagent=False), ModelTurn(text="done", subagent=False)]
+    async with FakeAnthropic(turns) as server:
+        monkeypatch.setenv("ANTHROPIC_BEDROCK_BASE_URL", server.base_url)
+        events = await run_claude(server, workspace, model="claude-fake-model", answer=allow)
+        streamed = [r for r in server.requests if r.path.endswith("/invoke-with-response-stream")]
+        bodies = "\n".join(model_bodies(server))
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    [output] = [e.output or "" for e in events if isinstance(e, ToolResult)]
+    assert "AWS_REGION=us-east-1" in output  # the command printed the environments
+    assert "AWS_SECRET_ACCESS_KEY" not in output
+    assert [piece for s in (secret, token) for piece in _pieces(s) if piece in bodies] == []
+    assert streamed
+    assert all(dict(r.headers).get("x-amz-security-token") == token for r in streamed)
