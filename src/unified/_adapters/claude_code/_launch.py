@@ -15,7 +15,8 @@ provider's keys reach it. Ours on top: no nonessential traffic, telemetry, error
 auto-updates; the retry cap; the header timeout; the temp dir inside the home. The run's
 ANTHROPIC_API_KEY (or its only ANTHROPIC_AUTH_TOKEN: `take_credential`) is taken out again and given
 through the CLI's `apiKeyHelper` setting (`key_helper`, its file `_key_file`): the CLI's Bash commands
-inherit its environment, so the key must not be in it.
+inherit its environment, so the key must not be in it. A Bedrock run's AWS keys likewise, through its
+`awsCredentialExport` setting (`take_aws_keys`).
 """
 
 from __future__ import annotations
