@@ -44,7 +44,7 @@ import pytest
 
 from tests.security.test_permission_type_confusion import Context, Wire
 from unified._adapters.claude_code import _key_file
-from unified._adapters.claude_code._launch import Launch
+from unified._adapters.claude_code._launch import Launch, claude_env
 from unified._adapters.claude_code._options import claude_code_options
 from unified._adapters.claude_code._permissions import PermissionBridge
 from unified._adapters.claude_code._run import ClaudeRun
@@ -455,16 +455,15 @@ def test_a_bedrock_run_gives_its_aws_keys_through_the_export_helper(
 @pytest.mark.parametrize(
     "env",
     [
-        pytest.param({k: v for k, v in AWS.items() if k != "CLAUDE_CODE_USE_BEDROCK"}, id="not-bedrock"),
         pytest.param({k: v for k, v in AWS.items() if k != "AWS_SECRET_ACCESS_KEY"}, id="no-secret"),
         pytest.param({"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_PROFILE": "work"}, id="profile"),
     ],
 )
-def test_aws_keys_without_bedrock_or_a_secret_are_left_as_they_were(
+def test_a_bedrock_run_without_a_key_pair_is_left_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str]
 ) -> None:
-    """Held: outside Bedrock, or without a key pair (a profile, a role), the environment is as before and no helper
-    is given (the CLI finds its credentials the way it did)."""
+    """Held: a Bedrock run without a key pair (a profile, a role) keeps its environment as before and gets no helper
+    (the CLI finds its credentials the way it did)."""
     for name in AWS:
         monkeypatch.delenv(name, raising=False)
     launch = _bedrock_launch(tmp_path, monkeypatch, env)
@@ -486,3 +485,42 @@ def test_a_stale_aws_keys_file_of_a_crashed_run_is_swept(tmp_path: Path) -> None
         assert not stale.exists()
     finally:
         held.release()
+
+
+PARENT_AWS = {
+    "PATH": "/usr/bin:/bin",
+    "AWS_REGION": "us-east-1",
+    "AWS_PROFILE": "work",
+    "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMIbPxRfiCYEXAMPLEKEY0123",
+    "AWS_SESSION_TOKEN": "FwoGZXIvYXdzEXAMPLEsessiontoken4567",
+    "AWS_BEARER_TOKEN_BEDROCK": "ABSKbedrock7f1e29c4d8a05b36",
+}
+AWS_SECRETS = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK"}
+
+
+def test_a_run_on_anthropic_s_api_gets_none_of_the_host_s_aws_credentials(tmp_path: Path) -> None:
+    """SUCCEEDED before: the host's AWS keys (which the CLI reads only for Bedrock) reached its environment in every
+    mode, and so the model's commands: `env` sent a developer's AWS secret key to the model. Region and profile stay."""
+    env = claude_env(claude_code_options({}), tmp_path / "home", parent=PARENT_AWS)
+    assert not AWS_SECRETS & set(env)
+    assert (env["AWS_REGION"], env["AWS_PROFILE"]) == ("us-east-1", "work")
+
+
+@pytest.mark.parametrize(
+    "switch", ["CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_MANTLE", "CLAUDE_CODE_USE_ANTHROPIC_AWS"]
+)
+def test_a_provider_on_aws_still_gets_them(tmp_path: Path, switch: str) -> None:
+    """Held: under a provider switch that reads AWS credentials they reach the CLI (Bedrock's key pair then goes
+    through its export helper: `Launch.of`)."""
+    env = claude_env(claude_code_options({}), tmp_path / "home", parent={**PARENT_AWS, switch: "1"})
+    assert set(env) >= AWS_SECRETS
+
+
+def test_aws_credentials_given_in_the_env_option_are_kept(tmp_path: Path) -> None:
+    """Held: the `env` option's are given on purpose (a run whose commands need them), whatever the provider.
+    SUCCEEDED before (its last line): the host's own session token came along with them."""
+    given = {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMIbPxRfiCYEXAMPLEKEY0123"}
+    env = claude_env(claude_code_options({"env": given}), tmp_path / "home", parent=PARENT_AWS)
+    assert env["AWS_SECRET_ACCESS_KEY"] == given["AWS_SECRET_ACCESS_KEY"]
+    assert "AWS_SESSION_TOKEN" not in env

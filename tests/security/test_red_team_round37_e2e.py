@@ -42,13 +42,27 @@ def _pieces(secret: str, size: int = 8) -> set[str]:
     return {secret[at : at + size] for at in range(len(secret) - size + 1)}
 
 
+def _bedrock(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    """A Bedrock run against FakeAnthropic whose CLI probes no model (with credentials it would probe each tier's
+    default, taking turns of the script)."""
+    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("ANTHROPIC_BEDROCK_BASE_URL", url)
+    for tier in ("OPUS", "SONNET", "HAIKU"):
+        monkeypatch.setenv(f"ANTHROPIC_DEFAULT_{tier}_MODEL", "claude-fake-model")
+
+
+async def _allow(request: UserInputRequest) -> UserInputResponse:
+    return UserInputResponse.allow()
+
+
 async def test_e2e_a_model_s_env_shows_no_credential_of_the_cli_s_environment(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SUCCEEDED before: the Bash result of `env` (the CLI hands its commands its environment) showed
-    `AWS_BEARER_TOKEN_BEDROCK`, `CLAUDE_CODE_CLIENT_KEY_PASSPHRASE` and the credential of `ANTHROPIC_CUSTOM_HEADERS`
-    whole in the `tool_result` event (measured with 2.1.332). The model still reads them (what remains:
-    docs/backends/claude-code.md), and the CLI still sends the gateway its header."""
+    """SUCCEEDED before: in a Bedrock run authenticated by `AWS_BEARER_TOKEN_BEDROCK`, the Bash result of `env` (the CLI
+    hands its commands its environment) showed that token, `CLAUDE_CODE_CLIENT_KEY_PASSPHRASE` and the credential of
+    `ANTHROPIC_CUSTOM_HEADERS` whole in the `tool_result` event (measured with 2.1.332). The model still reads them
+    (what remains: docs/backends/claude-code.md); the CLI still authenticates with the token and sends the header."""
     secrets = {
         "AWS_BEARER_TOKEN_BEDROCK": "ABSKbedrock7f1e29c4d8a05b36",
         "CLAUDE_CODE_CLIENT_KEY_PASSPHRASE": "passphrase5c09e7a1b2d3f4",
@@ -56,14 +70,11 @@ async def test_e2e_a_model_s_env_shows_no_credential_of_the_cli_s_environment(
     }
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
-
-    async def allow(request: UserInputRequest) -> UserInputResponse:
-        return UserInputResponse.allow()
-
     shell = FunctionCall(name="Bash", args={"command": "env", "description": "d"}, id="toolu_1")
     async with FakeAnthropic([ModelTurn(function_calls=[shell]), ModelTurn(text="done")]) as server:
-        events = await run_claude(server, workspace, model="claude-sonnet-4-5", answer=allow)
-        sent = [dict(r.headers) for r in server.requests if r.path.startswith("/v1/messages")]
+        _bedrock(monkeypatch, server.base_url)
+        events = await run_claude(server, workspace, model="claude-fake-model", answer=_allow)
+        sent = [dict(r.headers) for r in server.requests if r.path.endswith("/invoke-with-response-stream")]
     result = events[-1]
     assert isinstance(result, Result)
     assert result.status == "success", result.error
@@ -73,7 +84,28 @@ async def test_e2e_a_model_s_env_shows_no_credential_of_the_cli_s_environment(
     hidden = ["ABSKbedrock7f1e29c4d8a05b36", "passphrase5c09e7a1b2d3f4", "gwtoken81d4c7e2a9f0b3"]
     leaked = sorted(piece for secret in hidden for piece in _pieces(secret) if piece in shown)
     assert leaked == []
+    assert sent
     assert all(h.get("cf-aig-authorization") == "Bearer gwtoken81d4c7e2a9f0b3" for h in sent)
+
+
+async def test_e2e_a_developer_s_aws_keys_do_not_reach_the_model_of_an_anthropic_api_run(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: a run on Anthropic's API passed the host's `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
+    `AWS_SESSION_TOKEN` to the CLI (which reads them only for Bedrock), so the model's `env` sent them to the model
+    (the events hid the secret, the model's next request held it whole). Now left out of the CLI's environment."""
+    secret, token = "wJalrXUtnFEMIbPxRfiCYEXAMPLEKEY0123", "FwoGZXIvYXdzEXAMPLEsessiontoken4567"
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", token)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    shell = FunctionCall(name="Bash", args={"command": "env", "description": "d"}, id="toolu_1")
+    async with FakeAnthropic([ModelTurn(function_calls=[shell]), ModelTurn(text="done")]) as server:
+        events = await run_claude(server, workspace, model="claude-sonnet-4-5", answer=_allow)
+        bodies = "\n".join(model_bodies(server))
+    [output] = [e.output or "" for e in events if isinstance(e, ToolResult)]
+    assert "AWS_REGION=us-east-1" in output
+    assert [piece for s in (secret, token) for piece in _pieces(s) if piece in bodies] == []
 
 
 def _git_repository(path: Path) -> list[str]:
@@ -241,19 +273,10 @@ async def test_e2e_a_bedrock_run_s_aws_keys_are_in_no_environment_of_the_cli(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
     monkeypatch.setenv("AWS_SESSION_TOKEN", token)
-    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    for tier in ("OPUS", "SONNET", "HAIKU"):  # named: with credentials the CLI probes no model of each tier's default
-        monkeypatch.setenv(f"ANTHROPIC_DEFAULT_{tier}_MODEL", "claude-fake-model")
-
-    async def allow(request: UserInputRequest) -> UserInputResponse:
-        return UserInputResponse.allow()
-
     shell = FunctionCall(name="Bash", args={"command": "env; cat /proc/$PPID/environ | tr '\\0' '\\n'"}, id="toolu_1")
-    turns = [ModelTurn(function_calls=[shell], subagent=False), ModelTurn(text="done", subagent=False)]
-    async with FakeAnthropic(turns) as server:
-        monkeypatch.setenv("ANTHROPIC_BEDROCK_BASE_URL", server.base_url)
-        events = await run_claude(server, workspace, model="claude-fake-model", answer=allow)
+    async with FakeAnthropic([ModelTurn(function_calls=[shell]), ModelTurn(text="done")]) as server:
+        _bedrock(monkeypatch, server.base_url)
+        events = await run_claude(server, workspace, model="claude-fake-model", answer=_allow)
         streamed = [r for r in server.requests if r.path.endswith("/invoke-with-response-stream")]
         bodies = "\n".join(model_bodies(server))
     result = events[-1]
