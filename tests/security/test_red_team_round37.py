@@ -9,6 +9,11 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   `ANTHROPIC_CUSTOM_HEADERS` (`Authorization: Bearer <token>`, `X-Api-Key: <key>`; OpenTelemetry's
   `OTEL_EXPORTER_OTLP_HEADERS` alike). Now `_redaction._SECRET_NAME` and `_header_secrets`; unified's own shell and
   the `--version` probe, which drop what `is_secret` names, drop them too;
+- the host's AWS keys reached the CLI's environment (allowlisted for Bedrock) in every mode: on Anthropic's API a
+  model's `env` sent a developer's `AWS_SECRET_ACCESS_KEY` to the model (the events hid it, the model's next request
+  held it). Now only under a provider switch that reads them (`_launch._AWS_PROVIDERS`) or from the `env` option; and
+  a Bedrock run's key pair goes through the CLI's `awsCredentialExport` helper (`cat` of a private file of the home,
+  leased and swept as the key file is: `_launch.take_aws_keys`), out of every environment of the CLI (e2e);
 - the `Agent` tool with `isolation` was allowed by the shipped `delegate` rule in every mode, plan's too, on the
   premise that delegating allows nothing by itself: with `"worktree"` the CLI writes a git worktree and a branch into
   the repository (`.claude/worktrees/`, `.git/worktrees/`, `.git/refs/heads/`, measured: in plan mode too) before the
