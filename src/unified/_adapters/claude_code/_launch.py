@@ -144,9 +144,9 @@ _FIXED_ENV = {
 }
 _NEVER_FROM_PARENT = frozenset({"CLAUDE_CONFIG_DIR", "CLAUDE_CODE_TMPDIR"})
 """The caller's own Claude home must not leak in: the run's home is always ours."""
-_AWS_CREDENTIALS = frozenset(
-    {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK"}
-)
+_AWS_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+"""The AWS keys a Bedrock run gives through the CLI's `awsCredentialExport` setting (`take_aws_keys`)."""
+_AWS_CREDENTIALS = frozenset({*_AWS_KEYS, "AWS_BEARER_TOKEN_BEDROCK"})
 _AWS_PROVIDERS = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_MANTLE", "CLAUDE_CODE_USE_ANTHROPIC_AWS")
 """The provider switches of 2.1.332 under which the CLI reads AWS credentials (`_AWS_CREDENTIALS`). Under none of them
 (Anthropic's API, Vertex AI, a gateway) the parent's AWS keys were passed on all the same, only to reach the model's
@@ -239,10 +239,6 @@ def take_credential(env: dict[str, str]) -> str | None:
     return None
 
 
-AWS_KEY_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
-"""The AWS keys a Bedrock run gives through the CLI's `awsCredentialExport` setting (`take_aws_keys`)."""
-
-
 def take_aws_keys(env: dict[str, str]) -> bytes | None:
     """The AWS keys of a Bedrock run (`CLAUDE_CODE_USE_BEDROCK`) taken out of `env`, as the JSON the CLI's
     `awsCredentialExport` helper prints (`{"Credentials": {"AccessKeyId", "SecretAccessKey", "SessionToken"}}`);
@@ -259,7 +255,7 @@ def take_aws_keys(env: dict[str, str]) -> bytes | None:
     credentials = {"AccessKeyId": key_id, "SecretAccessKey": secret}
     if token := env.get("AWS_SESSION_TOKEN"):
         credentials["SessionToken"] = token
-    for name in AWS_KEY_ENV:
+    for name in _AWS_KEYS:
         env.pop(name, None)
     return json.dumps({"Credentials": credentials}, separators=(",", ":")).encode()
 
