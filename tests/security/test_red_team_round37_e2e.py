@@ -14,6 +14,7 @@ repeat run without asking unified."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -288,3 +289,26 @@ async def test_e2e_a_bedrock_run_s_aws_keys_are_in_no_environment_of_the_cli(
     assert [piece for s in (secret, token) for piece in _pieces(s) if piece in bodies] == []
     assert streamed
     assert all(dict(r.headers).get("x-amz-security-token") == token for r in streamed)
+
+
+async def test_e2e_a_read_of_a_fifo_or_a_link_to_the_cli_s_environment_holds_nothing(workspace: Path) -> None:
+    """Held (pins, measured with 2.1.332): a repository unpacked with a FIFO (no writer) and a link to
+    `/proc/self/environ` in it. The FIFO's Read, allowed as a read in the workspace, ends at once with the CLI's own
+    error (the run does not wait on it); the link's is asked as a read outside the workspace (the CLI's environment:
+    its credentials), denied here, and nothing of that environment reaches the model."""
+    os.mkfifo(workspace / "pipe")
+    (workspace / "env").symlink_to("/proc/self/environ")
+    calls = [
+        FunctionCall(name="Read", args={"file_path": str(workspace / "pipe")}, id="r1"),
+        FunctionCall(name="Read", args={"file_path": str(workspace / "env")}, id="r2"),
+    ]
+    turns = [ModelTurn(function_calls=[call]) for call in calls] + [ModelTurn(text="done")]
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(server, workspace, model="claude-sonnet-4-5")
+        bodies = "\n".join(model_bodies(server))
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    decisions = {e.tool_use_id: (e.decision, e.rule) for e in events if isinstance(e, PermissionDecision)}
+    assert decisions == {"r1": ("allow", "read-only"), "r2": ("deny", "outside-workspace")}
+    assert "CLAUDE_CONFIG_DIR=" not in bodies
