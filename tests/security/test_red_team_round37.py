@@ -11,14 +11,15 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   the `--version` probe, which drop what `is_secret` names, drop them too;
 - the host's AWS keys reached the CLI's environment (allowlisted for Bedrock) in every mode: on Anthropic's API a
   model's `env` sent a developer's `AWS_SECRET_ACCESS_KEY` to the model (the events hid it, the model's next request
-  held it). Now only under a provider switch that reads them (`_launch._AWS_PROVIDERS`) or from the `env` option; and
-  a Bedrock run's key pair goes through the CLI's `awsCredentialExport` helper (`cat` of a private file of the home,
-  leased and swept as the key file is: `_launch.take_aws_keys`), out of every environment of the CLI (e2e);
+  held it). Now only under a provider switch that reads them (`_launch._PROVIDER_CREDENTIALS`, Foundry's key too) or
+  from the `env` option; and a Bedrock run's key pair goes through the CLI's `awsCredentialExport` helper (`cat` of a
+  private file of the home, leased and swept as the key file is: `_launch.take_aws_keys`), out of every environment
+  of the CLI (e2e);
 - the `Agent` tool with `isolation` was allowed by the shipped `delegate` rule in every mode, plan's too, on the
   premise that delegating allows nothing by itself: with `"worktree"` the CLI writes a git worktree and a branch into
   the repository (`.claude/worktrees/`, `.git/worktrees/`, `.git/refs/heads/`, measured: in plan mode too) before the
   subagent's first call, with `"remote"` the subagent runs off the machine where none of its calls is asked. Now
-  asked in every mode but yolo (`_permissions._isolated`), whatever rule allows `invoke_agent`;
+  asked in every mode but yolo (`_permissions._beyond_rules`), whatever rule allows `invoke_agent`;
 - `Monitor` runs a shell command (`command`) or opens a WebSocket (`ws`) and streams what comes, but kept its own name
   for the policy: an "allow always" for `Monitor(command="echo hi")` (whose prompt showed only its description)
   allowed every later command of it unasked, one writing `.git/hooks/pre-commit` (measured, e2e); no protected path
@@ -529,3 +530,21 @@ def test_aws_credentials_given_in_the_env_option_are_kept(tmp_path: Path) -> Non
     env = claude_env(claude_code_options({"env": given}), tmp_path / "home", parent=PARENT_AWS)
     assert env["AWS_SECRET_ACCESS_KEY"] == given["AWS_SECRET_ACCESS_KEY"]
     assert "AWS_SESSION_TOKEN" not in env
+
+
+@pytest.mark.parametrize(
+    ("name", "switch"),
+    [
+        ("ANTHROPIC_FOUNDRY_API_KEY", "CLAUDE_CODE_USE_FOUNDRY"),
+        ("ANTHROPIC_FOUNDRY_AUTH_TOKEN", "CLAUDE_CODE_USE_FOUNDRY"),
+        ("ANTHROPIC_AWS_API_KEY", "CLAUDE_CODE_USE_ANTHROPIC_AWS"),
+    ],
+)
+def test_another_provider_s_key_reaches_the_cli_only_under_its_switch(tmp_path: Path, name: str, switch: str) -> None:
+    """SUCCEEDED before: Foundry's key (and Claude on AWS's) passed on to every run (the `ANTHROPIC_` prefix), only to
+    reach the model's commands on Anthropic's API. Under its switch (the CLI's table of provider credentials names
+    them for it) it is passed as before."""
+    parent = {"PATH": "/usr/bin", name: "provider-key-0123456789abcdef"}
+    assert name not in claude_env(claude_code_options({}), tmp_path / "home", parent=parent)
+    env = claude_env(claude_code_options({}), tmp_path / "home", parent={**parent, switch: "1"})
+    assert env[name] == parent[name]

@@ -146,12 +146,20 @@ _NEVER_FROM_PARENT = frozenset({"CLAUDE_CONFIG_DIR", "CLAUDE_CODE_TMPDIR"})
 """The caller's own Claude home must not leak in: the run's home is always ours."""
 _AWS_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 """The AWS keys a Bedrock run gives through the CLI's `awsCredentialExport` setting (`take_aws_keys`)."""
-_AWS_CREDENTIALS = frozenset({*_AWS_KEYS, "AWS_BEARER_TOKEN_BEDROCK"})
-_AWS_PROVIDERS = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_MANTLE", "CLAUDE_CODE_USE_ANTHROPIC_AWS")
-"""The provider switches of 2.1.332 under which the CLI reads AWS credentials (`_AWS_CREDENTIALS`). Under none of them
-(Anthropic's API, Vertex AI, a gateway) the parent's AWS keys were passed on all the same, only to reach the model's
-commands, which inherit the CLI's environment: a model's `env` printed a developer's AWS secret key to the model and
-its provider (round 37). The `env` option's are kept: given on purpose."""
+_PROVIDER_CREDENTIALS: Mapping[str, tuple[str, ...]] = {
+    **dict.fromkeys(
+        (*_AWS_KEYS, "AWS_BEARER_TOKEN_BEDROCK"),
+        ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_MANTLE", "CLAUDE_CODE_USE_ANTHROPIC_AWS"),
+    ),
+    "ANTHROPIC_AWS_API_KEY": ("CLAUDE_CODE_USE_ANTHROPIC_AWS",),
+    "ANTHROPIC_FOUNDRY_API_KEY": ("CLAUDE_CODE_USE_FOUNDRY",),
+    "ANTHROPIC_FOUNDRY_AUTH_TOKEN": ("CLAUDE_CODE_USE_FOUNDRY",),
+}
+"""Each credential of another provider than Anthropic's API, with the switches of 2.1.332 under which the CLI reads it
+(its table of provider credentials: AWS keys for Bedrock and Mantle, Foundry's key for Foundry). Under none of them the
+parent's were passed on all the same (allowlisted), only to reach the model's commands, which inherit the CLI's
+environment: a model's `env` printed a developer's AWS secret key to the model and its provider (round 37). The `env`
+option's are kept: given on purpose."""
 STAND_IN_BINARY = Path("claude")
 """The argv[0] recorded when `start_process` replaces the binary (it is not looked up)."""
 
@@ -173,13 +181,13 @@ _NODE_TIMER_MAX_MS = 2**31 - 1
 def claude_env(
     options: ClaudeCodeOptions, home: Path, *, parent: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> dict[str, str]:
-    """The child's environment: the allowlisted variables (AWS credentials only for a provider that reads them:
-    `_AWS_PROVIDERS`), the `env` option, the isolated home, ours; `cwd`: the run's (`child_env`)."""
+    """The child's environment: the allowlisted variables (another provider's credentials only under its switch:
+    `_PROVIDER_CREDENTIALS`), the `env` option, the isolated home, ours; `cwd`: the run's (`child_env`)."""
     inherited = child_env(ENV_POLICY, parent=parent, cwd=cwd)
     env = {name: value for name, value in inherited.items() if name not in _NEVER_FROM_PARENT}
     env.update(options.env)
-    if not any(env.get(name, "").strip() for name in _AWS_PROVIDERS):
-        for name in _AWS_CREDENTIALS - options.env.keys():
+    for name, switches in _PROVIDER_CREDENTIALS.items():
+        if name not in options.env and not any(env.get(switch, "").strip() for switch in switches):
             env.pop(name, None)
     env.update(_FIXED_ENV)
     env["HOME"] = str(home)
