@@ -77,8 +77,16 @@ ANYWHERE_LENGTH = 20
 KNOWN_SECRET_VARIABLES = frozenset({"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_API_KEY", "GOOGLE_CLOUD_API_KEY"})
 """Always secret (at `MIN_SECRET_LENGTH` or longer)."""
 
-_SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|PRIVATE_KEY|ACCESS_KEY|AUTH)$", re.IGNORECASE)
-"""Other variables whose names say they hold a secret."""
+_SECRET_NAME = re.compile(
+    r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|PRIVATE_KEY|ACCESS_KEY|SIGNING_KEY|AUTH)$|BEARER_TOKEN",
+    re.IGNORECASE,
+)
+"""Other variables whose names say they hold a secret. Round 37: Claude Code's Bedrock key `AWS_BEARER_TOKEN_BEDROCK`
+(its environment's, which the CLI's Bash commands inherit), its client key's `CLAUDE_CODE_CLIENT_KEY_PASSPHRASE` and
+`ANTHROPIC_WEBHOOK_SIGNING_KEY` were none, so a model's `env` showed them whole in the run's events."""
+
+_HEADERS_NAME = re.compile(r"HEADERS$", re.IGNORECASE)
+"""A variable listing HTTP headers (`ANTHROPIC_CUSTOM_HEADERS`, `OTEL_EXPORTER_OTLP_HEADERS`): see `_header_secrets`."""
 
 _NOT_SECRET = frozenset({"GOOGLE_APPLICATION_CREDENTIALS"})
 """A path to a credentials file, not a credential: showing it helps diagnose auth problems."""
@@ -855,7 +863,30 @@ def is_secret(name: str, value: str) -> bool:
         or bool(KEY_SHAPES.search(value))
         or bool(_url_spans(value, _URL_PASSWORD))
         or bool(_url_spans(value, _URL_TOKEN_USER))
+        or bool(_header_secrets(upper, value))
     )
+
+
+def _header_secrets(name: str, value: str) -> list[str]:
+    """The credentials in a variable that lists HTTP headers (its name ends in HEADERS): Claude Code's
+    `ANTHROPIC_CUSTOM_HEADERS` (`Name: value` lines, what a gateway's own `Authorization` or `X-Api-Key` goes in) and
+    OpenTelemetry's `OTEL_EXPORTER_OTLP_HEADERS` (`name=value` pairs, comma-separated, percent-encoded): the value of
+    each header whose name says it carries one (`secrets_in`: `Authorization`, `*-Api-Key`, `*-Token`, ...) and a
+    bearer credential's token, `MIN_SECRET_LENGTH` or longer. Round 37: they were no secret (the variable's name says
+    none, its whole value stands nowhere), so a model's `env` showed the gateway's token in the run's events."""
+    if not _HEADERS_NAME.search(name):
+        return []
+    headers: dict[str, str] = {}
+    for line in value.splitlines():
+        head, colon, rest = line.partition(":")
+        if colon and "=" not in head:
+            headers[head.strip()] = rest.strip()
+            continue
+        for pair in line.split(","):
+            key, equals, item = pair.partition("=")
+            if equals:
+                headers[key.strip()] = unquote_plus(item.strip())
+    return [found for found in secrets_in(headers) if len(found) >= MIN_SECRET_LENGTH]
 
 
 def _url_passwords(text: str) -> list[str]:
@@ -921,8 +952,10 @@ def _secret_values(items: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     for name, value in items:
         if is_secret(name, value):
             found.add(value.strip())
-            # The password of a URL is secret on its own too (a driver's error may quote it alone).
+            # The password of a URL is secret on its own too (a driver's error may quote it alone), and a header's
+            # credential in a list of headers.
             found.update(_url_passwords(value))
+            found.update(_header_secrets(name, value))
     return tuple(sorted(found, key=lambda v: (-len(v), v)))
 
 

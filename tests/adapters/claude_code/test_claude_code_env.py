@@ -106,7 +106,7 @@ def test_the_flags_of_a_run(tmp_path: Path) -> None:
     assert {"Bash", "Write", "Edit", "Read", "mcp__echo", "mcp__web"} <= set(ask)
     assert "--session-id=00000000-0000-4000-8000-000000000000" in argv
     assert value("--model") == "claude-sonnet-5-5"
-    assert value("--disallowedTools") == "Bash,WebFetch"
+    assert value("--disallowedTools") == "Bash,Monitor,WebFetch"  # Monitor runs commands too (round 37)
     assert value("--add-dir") == str(tmp_path.resolve())
     assert value("--max-turns") == "4"
     assert value("--effort") == "low"

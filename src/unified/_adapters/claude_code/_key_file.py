@@ -6,7 +6,9 @@ tool's commands and every local user (`ps`, `/proc/<pid>/cmdline`) can read:
   `_launch.key_helper`), which the CLI runs at its start and again later (after a 401, when its cache
   of the key expires);
 - the caller's MCP servers (`--mcp-config <home>/keys/mcp-<digest>.json`), whose HTTP headers and
-  stdio `env` carry the servers' tokens.
+  stdio `env` carry the servers' tokens;
+- a Bedrock run's AWS keys, printed by the CLI's `awsCredentialExport` (`cat <home>/keys/aws-<digest>.json`,
+  `_launch.take_aws_keys`).
 The run's system instruction goes the same way (`--system-prompt-file <home>/keys/system-<digest>.md`):
 not a secret of the same kind, but the caller's, and a command line holds no argument over 128 KiB.
 A file's name depends only on what it holds, so every launch of one key (or one set of servers) and
@@ -22,8 +24,8 @@ files it left are stale: each lease removes the stale files of its folder first 
 
 Safety (`unified._binary.held_files`, shared with gemini-cli's debug log): every step works on the
 folder's descriptor opened without following a symlink, opens without following one either, and
-removes only regular files of our user named as ours (`anthropic-`, `mcp-` or `system-` and 16 hex digits, the
-last two with their suffix) that nobody holds and that are still the file it locked. A FIFO is never waited on
+removes only regular files of our user named as ours (`anthropic-`, `mcp-`, `aws-` or `system-` and 16 hex digits,
+the last three with their suffix) that nobody holds and that are still the file it locked. A FIFO is never waited on
 (opened non-blocking). Nothing waits on a lock: a lock held elsewhere for long (a model's command could
 `flock` the file) fails the start (`OSError`) instead of hanging the run. On a file system without locks
 the files are written and kept, as before leases.
@@ -42,9 +44,9 @@ from pathlib import Path
 
 from unified._binary.held_files import FLAGS, let_go, open_folder, same_file, sweep
 
-__all__ = ["KeyLease", "key_file", "lease", "mcp_file", "system_file"]
+__all__ = ["KeyLease", "aws_file", "key_file", "lease", "mcp_file", "system_file"]
 
-_NAME = re.compile(r"(?:anthropic-[0-9a-f]{16}|mcp-[0-9a-f]{16}\.json|system-[0-9a-f]{16}\.md)\Z")
+_NAME = re.compile(r"(?:anthropic-[0-9a-f]{16}|(?:mcp|aws)-[0-9a-f]{16}\.json|system-[0-9a-f]{16}\.md)\Z")
 _ATTEMPTS = 1000
 """Tries at a lock another lease is taking away (it holds it for one `unlink`): then it is not that."""
 
@@ -61,6 +63,12 @@ def key_file(home: Path, key: str) -> Path:
 def mcp_file(home: Path, config: bytes) -> Path:
     """Where the MCP config `config` (the `--mcp-config` JSON) lives: `<home>/keys/mcp-<digest>.json`."""
     return home / "keys" / f"mcp-{_digest(config)}.json"
+
+
+def aws_file(home: Path, credentials: bytes) -> Path:
+    """Where the AWS keys `credentials` (the JSON `awsCredentialExport` prints) live: `<home>/keys/aws-<digest>.json`
+    (`_launch.take_aws_keys`)."""
+    return home / "keys" / f"aws-{_digest(credentials)}.json"
 
 
 def system_file(home: Path, text: bytes) -> Path:

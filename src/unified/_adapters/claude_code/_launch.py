@@ -15,7 +15,8 @@ provider's keys reach it. Ours on top: no nonessential traffic, telemetry, error
 auto-updates; the retry cap; the header timeout; the temp dir inside the home. The run's
 ANTHROPIC_API_KEY (or its only ANTHROPIC_AUTH_TOKEN: `take_credential`) is taken out again and given
 through the CLI's `apiKeyHelper` setting (`key_helper`, its file `_key_file`): the CLI's Bash commands
-inherit its environment, so the key must not be in it.
+inherit its environment, so the key must not be in it. A Bedrock run's AWS keys likewise, through its
+`awsCredentialExport` setting (`take_aws_keys`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 
 import platformdirs
 
-from unified._adapters.claude_code._key_file import KeyLease, key_file, lease, mcp_file, system_file
+from unified._adapters.claude_code._key_file import KeyLease, aws_file, key_file, lease, mcp_file, system_file
 from unified._adapters.claude_code._options import BACKEND, ClaudeCodeOptions
 from unified._adapters.claude_code._tools import ask_settings, disallowed_tools
 from unified._binary.environment import EnvPolicy, child_env
@@ -53,6 +54,7 @@ __all__ = [
     "default_home",
     "key_helper",
     "start_claude",
+    "take_aws_keys",
     "takes_thinking_budget",
 ]
 
@@ -142,6 +144,22 @@ _FIXED_ENV = {
 }
 _NEVER_FROM_PARENT = frozenset({"CLAUDE_CONFIG_DIR", "CLAUDE_CODE_TMPDIR"})
 """The caller's own Claude home must not leak in: the run's home is always ours."""
+_AWS_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+"""The AWS keys a Bedrock run gives through the CLI's `awsCredentialExport` setting (`take_aws_keys`)."""
+_PROVIDER_CREDENTIALS: Mapping[str, tuple[str, ...]] = {
+    **dict.fromkeys(
+        (*_AWS_KEYS, "AWS_BEARER_TOKEN_BEDROCK"),
+        ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_MANTLE", "CLAUDE_CODE_USE_ANTHROPIC_AWS"),
+    ),
+    "ANTHROPIC_AWS_API_KEY": ("CLAUDE_CODE_USE_ANTHROPIC_AWS",),
+    "ANTHROPIC_FOUNDRY_API_KEY": ("CLAUDE_CODE_USE_FOUNDRY",),
+    "ANTHROPIC_FOUNDRY_AUTH_TOKEN": ("CLAUDE_CODE_USE_FOUNDRY",),
+}
+"""Each credential of another provider than Anthropic's API, with the switches of 2.1.332 under which the CLI reads it
+(its table of provider credentials: AWS keys for Bedrock and Mantle, Foundry's key for Foundry). Under none of them the
+parent's were passed on all the same (allowlisted), only to reach the model's commands, which inherit the CLI's
+environment: a model's `env` printed a developer's AWS secret key to the model and its provider (round 37). The `env`
+option's are kept: given on purpose."""
 STAND_IN_BINARY = Path("claude")
 """The argv[0] recorded when `start_process` replaces the binary (it is not looked up)."""
 
@@ -163,11 +181,14 @@ _NODE_TIMER_MAX_MS = 2**31 - 1
 def claude_env(
     options: ClaudeCodeOptions, home: Path, *, parent: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> dict[str, str]:
-    """The child's environment: the allowlisted variables, the `env` option, the isolated home, ours; `cwd`: the
-    run's (`child_env`)."""
+    """The child's environment: the allowlisted variables (another provider's credentials only under its switch:
+    `_PROVIDER_CREDENTIALS`), the `env` option, the isolated home, ours; `cwd`: the run's (`child_env`)."""
     inherited = child_env(ENV_POLICY, parent=parent, cwd=cwd)
     env = {name: value for name, value in inherited.items() if name not in _NEVER_FROM_PARENT}
     env.update(options.env)
+    for name, switches in _PROVIDER_CREDENTIALS.items():
+        if name not in options.env and not any(env.get(switch, "").strip() for switch in switches):
+            env.pop(name, None)
     env.update(_FIXED_ENV)
     env["HOME"] = str(home)
     env["CLAUDE_CONFIG_DIR"] = str(config_dir(home))
@@ -226,6 +247,27 @@ def take_credential(env: dict[str, str]) -> str | None:
     return None
 
 
+def take_aws_keys(env: dict[str, str]) -> bytes | None:
+    """The AWS keys of a Bedrock run (`CLAUDE_CODE_USE_BEDROCK`) taken out of `env`, as the JSON the CLI's
+    `awsCredentialExport` helper prints (`{"Credentials": {"AccessKeyId", "SecretAccessKey", "SessionToken"}}`);
+    None outside Bedrock or without both an access key id and its secret (a profile, a role: left as they are).
+
+    Round 37: they reached the CLI's environment, which its Bash commands inherit, so a model's `env` printed the
+    secret key to the model and its provider. Given through the helper (measured with 2.1.332 against
+    FakeAnthropic's Bedrock: the requests carry the helper's session token), they are in no environment of its."""
+    if not env.get("CLAUDE_CODE_USE_BEDROCK", "").strip():
+        return None
+    key_id, secret = env.get("AWS_ACCESS_KEY_ID"), env.get("AWS_SECRET_ACCESS_KEY")
+    if not key_id or not secret:
+        return None
+    credentials = {"AccessKeyId": key_id, "SecretAccessKey": secret}
+    if token := env.get("AWS_SESSION_TOKEN"):
+        credentials["SessionToken"] = token
+    for name in _AWS_KEYS:
+        env.pop(name, None)
+    return json.dumps({"Credentials": credentials}, separators=(",", ":")).encode()
+
+
 def key_helper(env: dict[str, str], home: Path) -> str | None:
     """Moves the run's ANTHROPIC_API_KEY (or its only ANTHROPIC_AUTH_TOKEN: `take_credential`) out of
     `env` and answers the `apiKeyHelper` command that prints it from its file of the home
@@ -234,13 +276,13 @@ def key_helper(env: dict[str, str], home: Path) -> str | None:
     key, so the key is in no environment of its process: not in what its Bash tool's commands inherit,
     nor in `/proc/<its pid>/environ` (docs/backends/claude-code.md, "Keys and the model's commands")."""
     credential = take_credential(env)
-    return None if credential is None else _helper(home, credential, env.get("PATH"))
+    return None if credential is None else _helper(key_file(home, credential), env.get("PATH"))
 
 
-def _helper(home: Path, credential: str, path: str | None) -> str:
-    """`cat` of the key file, by the absolute path of `cat`: the CLI runs the helper through a shell with the
-    run's PATH, and a PATH without `cat` (an `env` option that narrows it) made every run fail with "apiKeyHelper
-    script is failing", an auth error naming no cause."""
+def _helper(file: Path, path: str | None) -> str:
+    """`cat` of a private file (the key's, the AWS keys'), by the absolute path of `cat`: the CLI runs a helper through
+    a shell with the run's PATH, and a PATH without `cat` (an `env` option that narrows it) made every run fail with
+    "apiKeyHelper script is failing", an auth error naming no cause."""
     cat = shutil.which("cat", path=path) or shutil.which("cat", path=os.defpath)
     if cat is None:
         raise BackendUnavailable(
@@ -248,7 +290,7 @@ def _helper(home: Path, credential: str, path: str | None) -> str:
             f"{os.defpath}",
             hint="install coreutils (or put `cat` on PATH)",
         )
-    return f"{shlex.quote(cat)} {shlex.quote(str(key_file(home, credential)))}"
+    return f"{shlex.quote(cat)} {shlex.quote(str(file))}"
 
 
 def start_claude(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> AgentSubprocess:
@@ -276,12 +318,14 @@ class Launch:
     params: ExecuteParams = field(repr=False)
     api_key_helper: str | None = None
     """The `apiKeyHelper` command that gives the CLI the run's key (`key_helper`), None without one."""
+    aws_helper: str | None = None
+    """The `awsCredentialExport` command that gives a Bedrock run's CLI its AWS keys (`take_aws_keys`), None without."""
     private_files: tuple[tuple[Path, bytes], ...] = field(default=(), repr=False)
     """The run's private files of the home, by path and content, written while a process holds a `lease`
-    (`_key_file`): the key the helper prints (`key_file`); the `--mcp-config` JSON of its MCP servers, whose
-    headers and `env` carry tokens (`mcp_file`), never on its command line, which its Bash tool's commands and
-    every local user can read; its system instruction (`system_file`): a command line holds no argument over
-    128 KiB."""
+    (`_key_file`): the key the helper prints (`key_file`); a Bedrock run's AWS keys (`aws_file`); the `--mcp-config`
+    JSON of its MCP servers, whose headers and `env` carry tokens (`mcp_file`), never on its command line, which its
+    Bash tool's commands and every local user can read; its system instruction (`system_file`): a command line holds
+    no argument over 128 KiB."""
     mcp_path: Path | None = None
     """The `--mcp-config` file among them, None without MCP servers."""
     system_path: Path | None = None
@@ -298,8 +342,13 @@ class Launch:
             else locate(CLAUDE_CODE, options.claude_binary, {**os.environ, **env}).path  # UNIFIED_CLAUDE_BIN is ours
         )
         key = take_credential(env)
-        helper = None if key is None else _helper(home, key, env.get("PATH"))
+        helper = None if key is None else _helper(key_file(home, key), env.get("PATH"))
         files = [] if key is None else [(key_file(home, key), key.encode())]
+        aws_keys = take_aws_keys(env)
+        aws_helper = None
+        if aws_keys is not None:
+            files.append((aws_path := aws_file(home, aws_keys), aws_keys))
+            aws_helper = _helper(aws_path, env.get("PATH"))
         mcp_path = system_path = None
         if params.mcp_servers:
             # The CLI's one wait for its MCP servers to start and list their tools (30 s unless set); it takes no
@@ -322,6 +371,7 @@ class Launch:
             model=params.model,
             params=params,
             api_key_helper=helper,
+            aws_helper=aws_helper,
             private_files=tuple(files),
             mcp_path=mcp_path,
             system_path=system_path,
@@ -339,6 +389,8 @@ class Launch:
         settings = ask_settings(server.name for server in params.mcp_servers)
         if self.api_key_helper is not None:
             settings["apiKeyHelper"] = self.api_key_helper
+        if self.aws_helper is not None:
+            settings["awsCredentialExport"] = self.aws_helper
         argv = [
             str(self.binary),
             "--output-format",

@@ -7,7 +7,9 @@ caller's `on_user_input` is asked (`user_input_request(source=permission)`), els
 denied. A write of a protected path (a file tool's path, what a Bash command writes: docs/tools.md,
 "Protected paths") or of a path outside the workspace is asked whatever rule allows it, in every mode
 but yolo, as on the API backends; so is a WebFetch of a URL on this machine, its network or its cloud's
-metadata service (`unified._urls.local_target`: the CLI fetches it from here, where the Gemini CLI refuses it).
+metadata service (`unified._urls.local_target`: the CLI fetches it from here, where the Gemini CLI refuses it);
+so is a call that does more than the rule allowing its tool reckons with (`_beyond_rules`: an isolated subagent,
+`EnterWorktree`, a durable `CronCreate`).
 Each decision is one `permission_decision`. The answers, as the CLI takes them:
 
 - allow: `{"behavior": "allow"}` (the input the model gave runs);
@@ -44,7 +46,7 @@ import anyio.to_thread
 
 from unified._adapters.claude_code._control import ClaudeConnection
 from unified._adapters.claude_code._launch import default_home
-from unified._adapters.claude_code._tools import QUESTION_TOOL, policy_call
+from unified._adapters.claude_code._tools import AGENT_TOOLS, QUESTION_TOOL, policy_call
 from unified._adapters.claude_code._translate import StreamTranslator, as_object
 from unified._binary.jsonrpc import as_list
 from unified._redaction import clip
@@ -62,7 +64,7 @@ from unified.events import (
 )
 from unified.tools import Policy, _protected
 from unified.tools._paths import Workspace
-from unified.tools._policy import DEFAULT_TIER, Decision, Verdict, session_rule
+from unified.tools._policy import DEFAULT_TIER, Decision, Rule, Verdict, session_rule
 from unified.tools._runtime import (
     LOCAL_NETWORK_RULE,
     OUTSIDE_RULE,
@@ -108,6 +110,11 @@ def cli_rule(tool: str, tool_input: Mapping[str, Any]) -> dict[str, Any] | None:
 def _summary(tool: str, tool_input: Mapping[str, Any]) -> str:
     if tool == "Bash" and "command" in tool_input:
         return f"Allow running `{tool_input['command']}`?"
+    if isinstance(tool_input.get("command"), str):  # Monitor's: a shell command too, never its description alone
+        return f"Allow {tool} running `{tool_input['command']}`?"
+    socket = tool_input.get("ws")
+    if isinstance(socket, Mapping) and isinstance(socket.get("url"), str):
+        return f"Allow {tool} on {socket['url']}?"
     for key in ("file_path", "notebook_path", "path", "url", "pattern", "query"):
         if isinstance(tool_input.get(key), str):
             return f"Allow {tool} on {tool_input[key]}?"
@@ -147,6 +154,44 @@ def _read_paths(name: str, args: Mapping[str, Any]) -> list[str]:
             folder = "/".join(literal)
             paths.append(f"{base.rstrip('/')}/{folder}" if isinstance(base, str) and base else folder)
     return paths
+
+
+_UNJUDGED_RULE = Rule(tool_names=("*",), decision=Decision.ASK_USER, priority=5.0, name="unjudged")
+"""Not a row of any table: the name a decision carries when a call after which unified's policy no longer judges what
+runs was put to the user although a rule allowed it (`_beyond_rules`)."""
+
+
+def _beyond_rules(tool: str, tool_input: Mapping[str, Any]) -> tuple[Rule, str] | None:
+    """(rule, why) for a call of the CLI that does more than the rule allowing its tool reckons with, None for the rest.
+    Round 37: each ran unasked under the rule allowing its tool (the shipped `delegate` in every mode, plan's too; a
+    caller's own rule; an "allow always" answer for an earlier call of the tool).
+
+    - `Agent` with `isolation`: `"worktree"` has the CLI write a git worktree and a branch into the repository before
+      the subagent's first call (`.claude/worktrees/`, `.git/worktrees/`, `.git/refs/heads/`: measured with 2.1.332,
+      in plan mode too), protected paths; `"remote"` (or a value unified does not know) runs the subagent off this
+      machine, where none of its calls is put to unified's policy (2.1.332 gates it behind a Claude login). The
+      `delegate` rule allows a subagent because each of its calls is asked: here that premise fails.
+    - `EnterWorktree`: a new worktree is written into `.claude/worktrees/` and `.git` as above, and from then on the
+      CLI's commands run in the worktree (or in the existing one its `path` names), while unified judges their
+      relative paths against the workspace (measured: `echo x > f` wrote `.claude/worktrees/<name>/f`).
+    - `CronCreate` with `durable`: the scheduled prompt is saved in the project's `.claude/scheduled_tasks.json`
+      (measured), which later Claude Code sessions of the project run: a prompt injection that outlives the run.
+    """
+    if tool in AGENT_TOOLS and (isolation := tool_input.get("isolation")) is not None:
+        if isolation == "worktree":
+            return PROTECTED_RULE, "it makes a git worktree and branch in .claude/worktrees and .git"
+        return (
+            _UNJUDGED_RULE,
+            f"its subagent's isolation is {clip(repr(isolation), 60, more='…')}: none of its calls is asked",
+        )
+    if tool == "EnterWorktree":
+        return (
+            _UNJUDGED_RULE,
+            "the CLI's commands then run in a git worktree, not in the workspace unified judges them in",
+        )
+    if tool == "CronCreate" and tool_input.get("durable") not in (None, False):
+        return PROTECTED_RULE, "it saves the scheduled prompt in .claude/scheduled_tasks.json for later sessions"
+    return None
 
 
 class PermissionBridge:
@@ -267,6 +312,8 @@ class PermissionBridge:
                 (local := local_target(url := str(args.get("url", ""))) or await resolves_locally(url)) is not None
             ):
                 verdict = Verdict(Decision.ASK_USER, LOCAL_NETWORK_RULE, local)
+            elif (beyond := _beyond_rules(tool, tool_input)) is not None:
+                verdict = Verdict(Decision.ASK_USER, *beyond)
         rule = verdict.rule
         shipped_mode_rule = rule is not None and rule.modes is not None and int(rule.priority) == DEFAULT_TIER
         by: Literal["policy", "approval_mode"] = "approval_mode" if shipped_mode_rule else "policy"
@@ -303,6 +350,7 @@ class PermissionBridge:
             PROTECTED_RULE: "\nIt writes a protected path: ",
             OUTSIDE_RULE: "\nIt reads outside the workspace: ",
             LOCAL_NETWORK_RULE: "\nIt fetches from this machine or its network: ",
+            _UNJUDGED_RULE: "\nunified cannot judge what follows it: ",
         }
         why_asked = f"{protected[rule]}{verdict.doubt}." if rule in protected else ""
         prompt = permission_request(

@@ -420,7 +420,9 @@ class ClaudeRun:
             )
             return
         if request.get("subtype") != "can_use_tool":
-            await connection.respond_error(request_id, f"unified does not handle {request.get('subtype')!r} requests")
+            # the subtype quoted clipped: one of megabytes went back whole, into the CLI's input and the transcript
+            subtype = clip(repr(request.get("subtype")), 80, more="…")
+            await connection.respond_error(request_id, f"unified does not handle {subtype} requests")
             return
         if self.stopping:
             await connection.respond(request_id, {"behavior": "deny", "message": "the user stopped the run"})

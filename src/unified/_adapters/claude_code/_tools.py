@@ -101,7 +101,14 @@ _POLICY_NAMES: Mapping[str, str] = {
     "Agent": "invoke_agent",
     "Task": "invoke_agent",
     QUESTION_TOOL: "ask_user",
+    "Monitor": "run_shell_command",
 }
+_READ_ALSO_AS: Mapping[str, str] = {"Monitor": "web_fetch"}
+"""The unified tool a Claude tool is read as for some inputs, besides its own (`_POLICY_NAMES`): `Monitor` runs a
+shell command (`command`) and streams its output, or opens a WebSocket (`ws.url`) and streams its frames. Round 37: it
+kept its own name, so an "allow always" for `Monitor(command="echo hi")` allowed every later command of it unasked
+(measured: one writing `.git/hooks/pre-commit`), no protected path was checked, a caller's shell rules did not apply,
+and `excluded_tools=["run_shell_command"]` left it offered."""
 _CLAUDE_NAMES: Mapping[str, str] = {
     "run_shell_command": "Bash",
     "read_file": "Read",
@@ -136,7 +143,7 @@ def disallowed_tools(excluded_tools: Iterable[str]) -> list[str]:
 
     excluded = list(excluded_tools)
     names = {claude_tool_name(name) for name in excluded}
-    names.update(tool for tool, name in _POLICY_NAMES.items() if is_excluded(name, excluded))
+    names.update(tool for tool, name in (*_POLICY_NAMES.items(), *_READ_ALSO_AS.items()) if is_excluded(name, excluded))
     return sorted(names)
 
 
@@ -144,6 +151,10 @@ def policy_call(tool: str, args: Mapping[str, Any]) -> tuple[str, dict[str, Any]
     """(unified tool name, arguments) of a Claude call, as the policy reads it."""
     name = _POLICY_NAMES.get(tool, tool)
     arguments = dict(args)
+    socket = arguments.get("ws")
+    if tool in _READ_ALSO_AS and "command" not in arguments and isinstance(socket, Mapping):
+        name = _READ_ALSO_AS[tool]
+        arguments["url"] = socket.get("url")
     if name == "search" and "pattern" in arguments:
         arguments.setdefault("query", arguments["pattern"])
     if name == "list_dir" and "path" in arguments:
