@@ -51,6 +51,7 @@ __all__ = [
     "credential_read",
     "credential_refusal",
     "deep_protected_targets",
+    "git_directory",
     "glob_links_out",
     "hard_linked",
     "linked_from_protected",
@@ -284,12 +285,18 @@ _HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 """Code points HFS+ leaves out when it compares names (git's `is_hfs_dotgit` skips the same): on such a volume
 (macOS before APFS, and external disks formatted so) `.g<U+200C>it/config` is `.git/config`."""
 
+_TRAILING = re.compile(r"(?<=[^/.])[. ]+(?=/|$)")
+"""The dots and spaces ending a name (not one of only dots: `..`): Linux's vfat and exfat drivers leave the dots out
+of a name they create or look up, Windows (a workspace under WSL's `/mnt/c`, a share) the spaces too, so there
+`.git./hooks/pre-commit` is `.git/hooks/pre-commit` and `.envrc.` is `.envrc` (git's `is_ntfs_dotgit` refuses
+them in a tree for that reason; round 36 wrote them unasked in auto_edit)."""
+
 
 def _folded_name(relative: str) -> str:
-    """A relative path in the one form the patterns are matched in: its case folded and `_HFS_IGNORED` removed,
-    so that every spelling a file system may take for a protected name is one (round 35: a zero-width non-joiner
-    in `.git` was written unasked in auto_edit)."""
-    return _HFS_IGNORED.sub("", relative).casefold()
+    """A path in the one form the patterns are matched in: `_HFS_IGNORED` removed, then each name's `_TRAILING`
+    dots and spaces, and its case folded, so that every spelling a file system may take for a protected name is one
+    (round 35: a zero-width non-joiner in `.git` was written unasked in auto_edit)."""
+    return _TRAILING.sub("", _HFS_IGNORED.sub("", relative)).casefold()
 
 
 def _holders(patterns: Sequence[str]) -> tuple[str, ...]:
@@ -370,14 +377,43 @@ def relative_to_roots(path: Path, roots: Sequence[Path]) -> str:
     return path.relative_to(root).as_posix()
 
 
-def protected_path(path: Path, roots: Sequence[Path]) -> str | None:
-    """The protected-path pattern a real path matches, judged relative to each root holding it
-    (an include directory inside the workspace, `.vscode` say, does not unprotect `tasks.json`)."""
-    for relative in _relatives(path, roots):
-        hit = protected_paths().match(relative) if relative not in ("", ".") else None
-        if hit is not None:
-            return hit
+def protected_path(path: Path) -> str | None:
+    """The protected-path pattern the real absolute `path` matches, judged on the whole path whatever root it was
+    reached from. A pattern matches at any depth, so this is every root's relative judgement and more: judged only
+    relative to its root, a path lost the root's own place (round 36: with the include directory `~/.config`,
+    `git/config` there was written unasked in auto_edit; so was `config` in a workspace that is a repository's
+    `.git`, or `pre-commit` in one that is its `.git/hooks`)."""
+    return protected_paths().match(path.as_posix())
+
+
+def git_directory(path: Path, roots: Sequence[Path]) -> str | None:
+    """Why writing the real path `path` writes into a folder git takes for a repository (a bare one, or a `.git`
+    under another name), or makes one of it: the folder holds, or gets with this write, `HEAD` and `objects/` and
+    `refs/` (or a `commondir`). Git run in that folder or below it (the user's `git branch`, `git diff` on a
+    terminal; a prompt's `git status`) reads its `config` (`core.pager`, `core.fsmonitor` run a command) and runs its
+    hooks, as `.git/**`'s; round 36 wrote `HEAD`, `objects/.keep`, `refs/.keep` and a `config` with `core.pager` at the
+    workspace root unasked, and the next `git branch` ran the pager. A mark counts whatever its kind or content, and
+    the written name whatever its case (a case-insensitive file system has one file for both): fail closed. Blocking
+    (an `lstat` or a few a folder above `path`)."""
+    for folder in path.parents:
+        written = path.relative_to(folder).parts[0].casefold()
+        if _holds_git_marks(folder, written):
+            verb = "is" if _holds_git_marks(folder, "") else "becomes"
+            shown = relative_to_roots(folder, roots) or "."
+            return f"{shown} {verb} a git repository (HEAD, objects/, refs/): git run there obeys its config and hooks"
     return None
+
+
+def _holds_git_marks(folder: Path, written: str) -> bool:
+    """Whether `folder` holds what git looks for to take it for a repository of its own (`is_git_directory`), the entry
+    named `written` (folded) counted: `HEAD`, and `objects` and `refs`, or a `commondir` file naming where those are.
+    Measured with git 2.39: `HEAD`, `objects/` and `refs/` are enough (empty folders, no commit, no `config`); any two
+    of them are not."""
+
+    def has(mark: str) -> bool:
+        return written == mark or os.path.lexists(folder / ("HEAD" if mark == "head" else mark))
+
+    return has("head") and ((has("objects") and has("refs")) or has("commondir"))
 
 
 def program_directory(path: Path, search_path: str | None = None, roots: Sequence[Path] = ()) -> str | None:
@@ -437,12 +473,6 @@ def _login_directories(home: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _relatives(path: Path, roots: Sequence[Path]) -> list[str]:
-    """`path` relative to every root holding it, deepest first (its own text when none does)."""
-    holders = sorted((r for r in roots if path == r or path.is_relative_to(r)), key=lambda r: -len(r.parts))
-    return [path.relative_to(root).as_posix() for root in holders] or [path.as_posix()]
-
-
 def shell_protected(
     parts: Iterable[SimpleCommand],
     cwd: Path,
@@ -468,7 +498,7 @@ def shell_protected(
     replaces or copies whole is searched for the protected names it holds (`_tree_search`).
     """
     data = protected_paths()
-    inside = _protected_or_holder(cwd, roots)
+    inside = _protected_or_holder(cwd)
     if inside is not None:
         # the command runs inside a protected directory (`dir_path`), where any file it makes
         # without naming a path (`nohup.out`, a URL's name) is protected, as after `cd .vscode`
@@ -816,7 +846,7 @@ def _names_protected_from(
 ) -> str | None:
     joined = cwd / word
     lexical = Path(posixpath.normpath(str(joined)))
-    hit = _protected_or_holder(lexical, roots)
+    hit = _protected_or_holder(lexical) or git_directory(lexical, roots)
     if hit is not None:
         return hit
     try:
@@ -825,7 +855,7 @@ def _names_protected_from(
     except (OSError, ValueError):
         return None
     for real in sorted(reals - {lexical}):
-        hit = _protected_or_holder(real, roots)
+        hit = _protected_or_holder(real) or git_directory(real, roots)
         if hit is not None:
             return f"a link to {relative_to_roots(real, roots)}, {hit}"
     # a credential file under any name: a hard link to `~/.netrc` is `n` to the patterns, and an allowed `cat n`
@@ -1335,15 +1365,14 @@ def _holds_credential(real: Path, known: Sequence[tuple[Path, Path]]) -> Path | 
     return next((path for path, resolved in known if resolved.is_relative_to(real) or path.is_relative_to(real)), None)
 
 
-def _protected_or_holder(path: Path, roots: Sequence[Path]) -> str | None:
-    hit = protected_path(path, roots)
+def _protected_or_holder(path: Path) -> str | None:
+    """The protected pattern the real absolute `path` matches, or the protected directory it is (`protected_path`:
+    a workspace or include directory that is `.vscode` or `.config/git` runs a command in one)."""
+    hit = protected_path(path)
     if hit is not None:
         return hit
-    for relative in _relatives(path, roots):
-        holder = protected_paths().match_holder(relative) if relative not in ("", ".") else None
-        if holder is not None:
-            return f"a directory protected paths are in, {holder}"
-    return None
+    holder = protected_paths().match_holder(path.as_posix())
+    return None if holder is None else f"a directory protected paths are in, {holder}"
 
 
 def _git_verb(part: SimpleCommand) -> tuple[str, list[str]] | None:
@@ -1626,18 +1655,18 @@ def _tree_search(
                     if scope.entries_left < 0:
                         return f"{operand}, which holds too many entries to search (over {TREE_CHECK_MAX_ENTRIES:,})"
                     relative = posixpath.join(label, entry.name)
-                    hit = protected_paths().match(relative)
+                    hit = protected_paths().match(entry.path)  # the whole path: a root may be in a protected folder
                     if hit is not None:
                         return f"{relative}, a protected path ({hit})"
                     written = posixpath.join(inner, entry.name)
                     for landing in into:
                         lands = Path(os.path.realpath(landing / written))
-                        hit = protected_path(lands, scope.roots)
+                        hit = protected_path(lands)
                         if hit is not None:
                             shown = relative_to_roots(lands, scope.roots)
                             return f"{relative} over a link that leads to {shown}, a protected path ({hit})"
                     if entry.is_symlink():
-                        hit = _link_leads(entry.path, scope.roots)
+                        hit = _link_leads(entry.path)
                         if hit is not None:
                             return f"{relative}, a link to {hit}"
                     elif entry.is_dir(follow_symlinks=False):
@@ -1665,9 +1694,9 @@ def protected_links(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -
         for root, entry, link in _files_under(roots, limit):
             if link:
                 relative = Path(entry.path).relative_to(root).as_posix()
-                if _link_leads(entry.path, roots) is not None:
+                if _link_leads(entry.path) is not None:
                     found.append(relative)
-                elif data.match(relative) is not None or data.match_holder(relative) is not None:
+                elif data.match(entry.path) is not None or data.match_holder(entry.path) is not None:
                     found.extend(_link_target(entry.path, roots))
     except _TooMany:
         return None
@@ -1817,6 +1846,8 @@ def linked_from_protected(
 class _Link:
     relative: str
     """The protected link (or a link that holds protected paths: `.vscode -> conf/vscode`), relative to its root."""
+    path: str
+    """The same, absolute: what the patterns judge (`protected_path`)."""
     leads: tuple[int, int] | None
     """What it leads to, by device and inode; None when that is not there yet."""
     dangling: Path | None
@@ -1865,8 +1896,9 @@ class LinkSearch:
             candidates = [(link, leads) for key, leads in reached.items() for link in links.get(key, ())]
             candidates += [(link, path) for link in links.get(path, ())]
             for link, leads in candidates:
-                name = link.relative if leads == path else f"{link.relative}/{path.relative_to(leads).as_posix()}"
-                hit = data.match(name)
+                tail = "" if leads == path else f"/{path.relative_to(leads).as_posix()}"
+                name = link.relative + tail
+                hit = data.match(link.path + tail)
                 if hit is not None:
                     return f"it is {name} ({hit}) through the link {link.relative}"
         # Past the index's bound only the search beside the file (above) applies: asking every write there would
@@ -1908,24 +1940,24 @@ class LinkSearch:
         data = protected_paths()
         base = relative_to_roots(directory, self.roots)
         prefix = "" if base in ("", ".") else f"{base}/"
-        every = data.match(prefix + _PROBE_NAME) is not None  # inside `.git/**`: each entry is protected
+        every = data.match(f"{directory}/{_PROBE_NAME}") is not None  # inside `.git/**`: each entry is protected
         for entry in listed:
             if not every and not _may_be_protected(entry.name):  # most entries: no pattern's search (26 us each)
                 continue
             relative = prefix + entry.name
-            protected = data.match(relative)
+            protected = data.match(entry.path)
             if entry.is_symlink():
-                if protected is None and data.match_holder(relative) is None:
+                if protected is None and data.match_holder(entry.path) is None:
                     continue
                 try:
                     info = os.stat(entry.path)
-                    found.append(_Link(relative, (info.st_dev, info.st_ino), None))
+                    found.append(_Link(relative, entry.path, (info.st_dev, info.st_ino), None))
                 except FileNotFoundError:  # dangling: it leads to the file once the file is written
                     with contextlib.suppress(OSError, ValueError):
-                        found.append(_Link(relative, None, Path(os.path.realpath(entry.path))))
+                        found.append(_Link(relative, entry.path, None, Path(os.path.realpath(entry.path))))
                 except (OSError, ValueError):
                     continue
-            elif depth < 2 and entry.is_dir(follow_symlinks=False) and (protected or data.match_holder(relative)):
+            elif depth < 2 and entry.is_dir(follow_symlinks=False) and (protected or data.match_holder(entry.path)):
                 why = self._scan(Path(entry.path), depth + 1, found)
                 if why is not None:
                     return why
@@ -1964,16 +1996,18 @@ def deep_protected_targets(roots: Sequence[Path]) -> dict[Path, str] | None:
             except OSError:
                 continue
             left -= len(listed)
-            # inside `.git/**` each entry is protected; a folder is looked up only when its name may be one
+            # inside `.git/**` each entry is protected; a folder is looked up only when its name may be one, a root
+            # always (it may itself be in one: an include directory `.git/hooks`)
             every = inside or (
-                prefix != "" and _may_be_protected(prefix[:-1].rsplit("/", 1)[-1]) and data.match(prefix + _PROBE_NAME)
+                (prefix == "" or _may_be_protected(os.path.basename(directory)))
+                and data.match(f"{directory}/{_PROBE_NAME}")
             )
             for entry in listed:
                 if entry.is_symlink():
                     if not every and not _may_be_protected(entry.name):  # most links: no pattern's search
                         continue
                     relative = prefix + entry.name
-                    if data.match(relative) is not None or data.match_holder(relative) is not None:
+                    if data.match(entry.path) is not None or data.match_holder(entry.path) is not None:
                         with contextlib.suppress(OSError, ValueError):
                             found.setdefault(Path(os.path.realpath(entry.path)), relative)
                 elif entry.is_dir(follow_symlinks=False):
@@ -2001,8 +2035,10 @@ def _last_names() -> tuple[frozenset[str], re.Pattern[str]]:
 
 
 def _may_be_protected(name: str) -> bool:
+    """Whether a pattern may name an entry called `name` (a quick look before the patterns' search), in the form the
+    patterns are matched in (`_folded_name`: a link `.envr<U+200C>c` is `.envrc` on HFS+, round 36)."""
     names, wild = _last_names()
-    folded = name.casefold()
+    folded = _folded_name(name)
     return folded in names or wild.match(folded) is not None
 
 
@@ -2033,7 +2069,7 @@ def _link_target(link: str, roots: Sequence[Path]) -> list[str]:
     return [real.relative_to(max(holders, key=lambda r: len(r.parts))).as_posix()]
 
 
-def _link_leads(path: str, roots: Sequence[Path]) -> str | None:
+def _link_leads(path: str) -> str | None:
     """The protected path or directory a link in a searched tree leads to, from where it is or from
     wherever a copy puts it (its text, `../.git`), or None: a later write through it lands there."""
     try:
@@ -2041,15 +2077,7 @@ def _link_leads(path: str, roots: Sequence[Path]) -> str | None:
         real = Path(os.path.realpath(path))
     except (OSError, ValueError):
         return None
-    lexical = posixpath.normpath(text)
-    data = protected_paths()
-    hit = (
-        _protected_or_holder(Path(lexical), roots)
-        if posixpath.isabs(lexical)
-        else data.match(lexical) or data.match_holder(lexical)
-    )
-    if hit is None:
-        hit = _protected_or_holder(real, roots)
+    hit = _protected_or_holder(Path(posixpath.normpath(text))) or _protected_or_holder(real)
     return None if hit is None else f"{text} ({hit})"
 
 

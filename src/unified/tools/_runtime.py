@@ -47,7 +47,7 @@ from unified.tools._base import (
 )
 from unified.tools._custom import function_tool
 from unified.tools._ignore import WALK_VETO
-from unified.tools._paths import Workspace, echoed, spelled
+from unified.tools._paths import Workspace, echoed, shown_prompt, spelled
 from unified.tools._policy import (
     ALIASES,
     DEFAULT_TIER,
@@ -584,6 +584,7 @@ class ToolRuntime:
         if verdict.decision is not Decision.DENY and self.approval_mode != "yolo":
             guarded = await self._protected_write(tool, args, judged, elsewhere=elsewhere)
         if guarded is not None and verdict.decision is Decision.ALLOW:
+            guarded = shown_prompt(guarded)  # the decision's reason repeats a shell command's words as written
             verdict = Verdict(Decision.ASK_USER, PROTECTED_RULE, guarded)
         rule = verdict.rule
         # The shipped per-mode rows are "the approval mode deciding"; every other rule is policy.
@@ -604,7 +605,7 @@ class ToolRuntime:
         if self._ask is None:
             why = f"{verdict.doubt}; " if verdict.doubt else ""
             return decided("deny", f"{why}it needs approval and nobody can answer in this non-interactive run")
-        summary = _summary(tool, args) + (f"\nIt writes a protected path: {guarded}." if guarded else "")
+        summary = shown_prompt(_summary(tool, args) + (f"\nIt writes a protected path: {guarded}." if guarded else ""))
         request = PermissionRequest(call, tool, summary)
         async with self._ask_lock:
             try:
@@ -720,11 +721,14 @@ async def protected_write(
         if judged is not None:
             judged["path"] = candidates[0]
         for path in candidates:
-            pattern = _protected.protected_path(path, workspace.roots) or _protected.program_directory(
+            pattern = _protected.protected_path(path) or _protected.program_directory(
                 path, search_path, workspace.roots
             )
             if pattern is not None:
                 return f"{workspace.display(path)} is a protected path ({pattern}): writing it changes what runs later"
+            repository = await anyio.to_thread.run_sync(_protected.git_directory, path, workspace.roots)
+            if repository is not None:
+                return f"{workspace.display(path)} is a protected path: {repository}"
             # unified's own tools write a new file and rename it over the name; a backend's write in place
             reached = await anyio.to_thread.run_sync(_reached_by_write, path, workspace.roots, elsewhere)
             if reached is not None:
