@@ -77,6 +77,13 @@ def shown_text(text: str) -> str:
     return escaped(text, _TEXT_CONTROLS)
 
 
+def shown_reason(text: str) -> str:
+    """A reason of one line that names paths (why a write is protected), each `_CONTROLS` character written in place
+    as a Python string literal writes it: a link's target it names is a repository's text (`out<LF>Error: ...`), and
+    a line feed in it would fake a line of the decision the model reads."""
+    return escaped(text, _CONTROLS)
+
+
 def shown_prompt(text: str) -> str:
     """A permission prompt's text as the caller gets it (`shown_text`, and `INVISIBLE` escaped too): a person
     approving `write_file .git<U+200D>/hooks/pre-commit` reads `.git\\u200d/hooks/pre-commit`, and a command's hidden
@@ -164,17 +171,17 @@ class Workspace:
         try:
             real = Path(os.path.realpath(candidate))
         except OSError as exc:  # a link it may not read (`/proc/1/fd/0`: EACCES), one swapped away meanwhile
-            shown = clip(raw, 200, more="…")
-            raise ToolError(f'Cannot resolve "{shown}": {exc.strerror}; name a path in the workspace.') from None
+            raise ToolError(f'Cannot resolve "{echoed(raw)}": {exc.strerror}; name a path in the workspace.') from None
         _check_length(real, raw)
         return real
 
     def _resolve_sync(self, raw: str) -> Path:
         real = self.real_path(raw)
         if not self.contains(real):
-            allowed = ", ".join(str(r) for r in self.roots)
+            # what it resolves to is a link's target, which a repository may name (`out<LF>Error: ...`): as a name
+            allowed = ", ".join(shown_name(str(r)) for r in self.roots)
             raise ToolError(
-                f'Path not in workspace: "{clip(raw, 200, more="…")}" resolves to {real}, outside the allowed '
+                f'Path not in workspace: "{echoed(raw)}" resolves to {shown_name(str(real))}, outside the allowed '
                 f"directories: {allowed}"
             )
         return real
@@ -183,7 +190,7 @@ class Workspace:
 def _check_length(path: Path, raw: str) -> None:
     """Refuses a path the kernel would refuse (a component over `NAME_MAX` bytes, the whole over `PATH_MAX`)."""
     if len(os.fsencode(path)) >= PATH_MAX or any(len(os.fsencode(part)) > NAME_MAX for part in path.parts):
-        shown = clip(raw, 80, more="…")
+        shown = shown_name(clip(raw, 80, more="…"))
         raise ToolError(
             f'Path too long: "{shown}" ({len(raw):,} characters); a file name may have at most {NAME_MAX} '
             f"bytes and a whole path {PATH_MAX - 1:,}."

@@ -47,7 +47,7 @@ from unified.tools._base import (
 )
 from unified.tools._custom import function_tool
 from unified.tools._ignore import WALK_VETO
-from unified.tools._paths import Workspace, echoed, shown_prompt, spelled
+from unified.tools._paths import Workspace, echoed, shown_prompt, shown_reason, spelled
 from unified.tools._policy import (
     ALIASES,
     DEFAULT_TIER,
@@ -584,7 +584,6 @@ class ToolRuntime:
         if verdict.decision is not Decision.DENY and self.approval_mode != "yolo":
             guarded = await self._protected_write(tool, args, judged, elsewhere=elsewhere)
         if guarded is not None and verdict.decision is Decision.ALLOW:
-            guarded = shown_prompt(guarded)  # the decision's reason repeats a shell command's words as written
             verdict = Verdict(Decision.ASK_USER, PROTECTED_RULE, guarded)
         rule = verdict.rule
         # The shipped per-mode rows are "the approval mode deciding"; every other rule is policy.
@@ -703,7 +702,25 @@ async def protected_write(
     their own settings, memory and instructions there, and unified's tools, which would refuse it, cannot
     vouch for it), and the path is judged as the kernel reads it (links, then `..`) and as a program that
     normalises it first does (`..`, then links): `.vscode/lnk/../tasks.json` is `.vscode/tasks.json` to
-    Claude Code whatever `lnk` leads to."""
+    Claude Code whatever `lnk` leads to.
+
+    The reason is one line, each character that breaks a line or hides escaped (`shown_reason`): it repeats a
+    command's words and a link's target as written, which a repository may name (`out<LF>Error: ...`)."""
+    reason = await _protected_reason(tool, args, workspace, search_path, judged, edit=edit, elsewhere=elsewhere)
+    return None if reason is None else shown_reason(reason)
+
+
+async def _protected_reason(
+    tool: str,
+    args: Mapping[str, Any],
+    workspace: Workspace,
+    search_path: str,
+    judged: dict[str, Path | _files.Unresolved] | None,
+    *,
+    edit: bool,
+    elsewhere: bool,
+) -> str | None:
+    """`protected_write`'s reason, as the checks word it."""
     if edit and isinstance(args.get("file_path"), str):
         raw = args["file_path"]
         candidates = []
