@@ -393,10 +393,10 @@ def git_directory(path: Path, roots: Sequence[Path]) -> str | None:
     terminal; a prompt's `git status`) reads its `config` (`core.pager`, `core.fsmonitor` run a command) and runs its
     hooks, as `.git/**`'s; round 36 wrote `HEAD`, `objects/.keep`, `refs/.keep` and a `config` with `core.pager` at the
     workspace root unasked, and the next `git branch` ran the pager. A mark counts whatever its kind or content, and
-    the written name whatever its case (a case-insensitive file system has one file for both): fail closed. Blocking
+    the written name in every spelling a file system may take for it (`_folded_name`): fail closed. Blocking
     (an `lstat` or a few a folder above `path`)."""
     for folder in path.parents:
-        written = path.relative_to(folder).parts[0].casefold()
+        written = _folded_name(path.relative_to(folder).parts[0])  # `HE<U+200C>AD` on HFS+, `refs.` on vfat
         if _holds_git_marks(folder, written):
             verb = "is" if _holds_git_marks(folder, "") else "becomes"
             shown = relative_to_roots(folder, roots) or "."

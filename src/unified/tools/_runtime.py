@@ -47,7 +47,7 @@ from unified.tools._base import (
 )
 from unified.tools._custom import function_tool
 from unified.tools._ignore import WALK_VETO
-from unified.tools._paths import Workspace, echoed, shown_prompt, shown_reason, spelled
+from unified.tools._paths import Workspace, echoed, shown_name, shown_prompt, shown_reason, spelled
 from unified.tools._policy import (
     ALIASES,
     DEFAULT_TIER,
@@ -604,7 +604,9 @@ class ToolRuntime:
         if self._ask is None:
             why = f"{verdict.doubt}; " if verdict.doubt else ""
             return decided("deny", f"{why}it needs approval and nobody can answer in this non-interactive run")
-        summary = shown_prompt(_summary(tool, args) + (f"\nIt writes a protected path: {guarded}." if guarded else ""))
+        written = await self._written_elsewhere(tool, args)
+        protected = f"\nIt writes a protected path: {guarded}." if guarded else ""
+        summary = shown_prompt(_summary(tool, args) + written + protected)
         request = PermissionRequest(call, tool, summary)
         async with self._ask_lock:
             try:
@@ -629,6 +631,22 @@ class ToolRuntime:
                 return decided("allow", "the user allowed it with a changed input", decided_by="user", input=changed)
             return decided("allow", "the user allowed it once", decided_by="user")
         return decided("deny", "the user denied it", decided_by="user", message=message)
+
+    async def _written_elsewhere(self, tool: str, args: Mapping[str, Any]) -> str:
+        """A line of a permission prompt naming the file an edit tool's call writes when its argument names another
+        (a link: `notes.md -> src/auth.py`, a `file://` URL, `a/../b`), or nothing. The tool writes the file the path
+        reaches; the prompt named the argument alone, so a person approved `notes.md` and `src/auth.py` was
+        overwritten (round 36)."""
+        spec = self._tools.get(tool)
+        raw = args.get("file_path")
+        if spec is None or spec.kind != "edit" or not isinstance(raw, str):
+            return ""
+        try:
+            real = await anyio.to_thread.run_sync(self.workspace.real_path, raw, abandon_on_cancel=True)
+        except (ToolError, OSError):  # the tool refuses it too
+            return ""
+        form = _reach.reached_form(self.workspace.root, real, False)
+        return "" if form == plain_path(raw) else f"\nIt writes {shown_name(form)}, where {echoed(raw)} leads."
 
     def _veto(self, tool: str, args: Mapping[str, Any], event: PermissionDecision) -> _reach.Veto | None:
         """What leaves an entry out of this call's walk (search, glob, tree of a folder): each entry the policy would
