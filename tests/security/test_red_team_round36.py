@@ -32,6 +32,10 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   rm -rf ~<U+202E>`, put a line of its making in `Path not in workspace: "l" resolves to ...` (read_file, list_dir,
   search, write_file), and in the reason of a protected write (`rm -rf src`, its link named in the reason). Now the
   target is `shown_name`d, and `protected_write`'s reason is one line (`shown_reason`) for every backend;
+- (new) a file git's configuration includes (`include.path`, `includeIf.*.path` of the repository's `.git/config`,
+  of `~/.gitconfig`, `$XDG_CONFIG_HOME/git/config`, `GIT_CONFIG_GLOBAL`, and what they include) was written unasked
+  when no pattern names it (`.gitconfig-shared`, `dotfiles/git.inc`): the next `git status` ran its
+  `core.fsmonitor` (measured with git 2.39). Now `_protected.git_included` asks it, for the file tools and the shell;
 - (new) a permission prompt named the argument, not the file written: `Allow write_file on notes.md?` overwrote
   `src/auth.py`, where the link `notes.md` leads (the tools write the file a path reaches), and `file:///ws/%73rc/x`
   said nothing plainer. Now the prompt adds `It writes src/auth.py, where notes.md leads.`.
@@ -498,6 +502,79 @@ async def test_a_mark_spelled_as_a_file_system_folds_it_completes_a_repository(w
 def test_a_cd_into_a_protected_folder_spelled_with_a_trailing_dot_is_judged(ws: Path) -> None:
     """SUCCEEDED before: `cd .vscode.` (`.vscode` on vfat and Windows) named no folder protected paths are in."""
     assert shell_protected(parse("cd .vscode. && cp a tasks.json"), ws, (ws,)) is not None
+
+
+# --- new: a file git's configuration includes, named by no pattern ------------------------------------------------
+
+
+def _repository(ws: Path, config: str) -> None:
+    (ws / ".git").mkdir()
+    (ws / ".git" / "config").write_text(f"[core]\n\tbare = false\n{config}")
+
+
+@pytest.mark.usefixtures("quiet_git")
+@pytest.mark.parametrize(
+    ("config", "written"),
+    [
+        ("[include]\n\tpath = ../.gitconfig-shared\n", ".gitconfig-shared"),
+        ('[includeIf "gitdir:~/work/"]\n\tPATH = "../tools/git config" ; the team\'s\n', "tools/git config"),
+        ("[Include] path = ../config/git.inc # on the header's line\n", "config/git.inc"),
+        ("[include]\n\tpath = ../a.inc\n", "b.inc"),  # a.inc includes b.inc
+    ],
+)
+async def test_a_file_the_repositorys_config_includes_is_asked(ws: Path, config: str, written: str) -> None:
+    """SUCCEEDED before: written unasked in auto_edit; the next `git status` ran its `core.fsmonitor` (measured with
+    git 2.39; `git config --local include.path ../.gitconfig-shared` is how a team shares settings)."""
+    _repository(ws, config)
+    (ws / "a.inc").write_text("[include]\n\tpath = b.inc\n")
+    assert await _write(ws, written) == ASKED
+
+
+@pytest.mark.usefixtures("quiet_git")
+async def test_a_file_the_users_gitconfig_includes_is_asked(ws: Path, isolated_home: Path) -> None:
+    """SUCCEEDED before: a dotfiles folder (an include directory) whose `git.inc` `~/.gitconfig` includes."""
+    dotfiles = isolated_home / "dotfiles"
+    dotfiles.mkdir()
+    (isolated_home / ".gitconfig").write_text("[include]\n\tpath = ~/dotfiles/git.inc\n")
+    assert await _write(ws, dotfiles / "git.inc", (dotfiles,)) == ASKED
+
+
+@pytest.mark.usefixtures("quiet_git")
+async def test_a_file_the_xdg_or_named_global_config_includes_is_asked(
+    ws: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUCCEEDED before: `$XDG_CONFIG_HOME/git/config`'s include, and `GIT_CONFIG_GLOBAL`'s."""
+    (isolated_home / ".config" / "git").mkdir(parents=True)
+    (isolated_home / ".config" / "git" / "config").write_text(f"[include]\n\tpath = {ws}/xdg.inc\n")
+    assert await _write(ws, "xdg.inc") == ASKED
+    (ws / "global").write_text(f"[include]\n\tpath = {ws}/named.inc\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(ws / "global"))
+    assert await _write(ws, "named.inc") == ASKED
+
+
+@pytest.mark.usefixtures("quiet_git")
+async def test_a_worktrees_config_include_is_asked(ws: Path, tmp_path: Path) -> None:
+    """SUCCEEDED before: a `.git` file's `gitdir:` (a worktree, a submodule) leads to the config that includes it."""
+    gitdir = tmp_path / "main" / ".git" / "worktrees" / "ws"
+    gitdir.mkdir(parents=True)
+    (ws / ".git").write_text(f"gitdir: {gitdir}\n")
+    (gitdir / "commondir").write_text("../..\n")
+    (tmp_path / "main" / ".git" / "config").write_text(f"[include]\n\tpath = {ws}/shared.inc\n")
+    assert await _write(ws, "shared.inc") == ASKED
+
+
+@pytest.mark.usefixtures("quiet_git")
+def test_a_shell_write_of_an_included_file_is_judged(ws: Path) -> None:
+    """SUCCEEDED before: `>> .gitconfig-shared` named no protected path."""
+    _repository(ws, "[include]\n\tpath = ../.gitconfig-shared\n")
+    assert "includes it" in str(shell_protected(parse("echo '[core] fsmonitor = x' >> .gitconfig-shared"), ws, (ws,)))
+
+
+@pytest.mark.usefixtures("quiet_git")
+async def test_a_path_key_of_another_section_includes_nothing(ws: Path) -> None:
+    """Pin: only `include` and `includeIf` sections include (`[core] hooksPath` is `.git/config`'s own matter)."""
+    _repository(ws, '[core]\n\tpath = ../notes.md\n[remote "include"]\n\tpath = ../notes.md\n')
+    assert await _write(ws, "notes.md") == WRITTEN
 
 
 # --- pins: read confinement ----------------------------------------------------------------------------------------

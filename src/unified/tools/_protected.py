@@ -39,6 +39,8 @@ from unified.tools._shell_syntax import SimpleCommand
 
 __all__ = [
     "CREDENTIAL_CHECK_TTL_S",
+    "GIT_INCLUDES_MAX_FILES",
+    "GIT_INCLUDES_TTL_S",
     "GLOB_MAGIC",
     "PROTECTED_LINK_SCAN_MAX_ENTRIES",
     "LinkSearch",
@@ -51,7 +53,9 @@ __all__ = [
     "credential_read",
     "credential_refusal",
     "deep_protected_targets",
+    "git_configured",
     "git_directory",
+    "git_included",
     "glob_links_out",
     "hard_linked",
     "linked_from_protected",
@@ -402,6 +406,124 @@ def git_directory(path: Path, roots: Sequence[Path]) -> str | None:
             shown = relative_to_roots(folder, roots) or "."
             return f"{shown} {verb} a git repository (HEAD, objects/, refs/): git run there obeys its config and hooks"
     return None
+
+
+def git_configured(path: Path, roots: Sequence[Path]) -> str | None:
+    """Why writing the real path `path` changes what git obeys although no pattern names it, or None: it is in a folder
+    git takes for a repository (`git_directory`), or a file its configuration includes (`git_included`). Blocking."""
+    return git_directory(path, roots) or git_included(path, roots)
+
+
+GIT_INCLUDES_TTL_S = 1.0
+"""How long the files git's configuration includes (`git_included`) are reused: a shell command judges each of its
+words, a few config files read for each would cost 2,000 words seconds. A config changed meanwhile to include another
+file was a write of a protected path (`.git/config`, `.gitconfig`), asked itself."""
+
+GIT_INCLUDES_MAX_FILES = 64
+"""The most config files `git_included` reads (git follows includes 10 deep): past it, what they include is not
+known, and every write is asked."""
+
+_includes_cache: dict[tuple[object, ...], tuple[float, dict[Path, str] | None]] = {}
+
+
+def git_included(path: Path, roots: Sequence[Path]) -> str | None:
+    """Why writing the real path `path` changes git's configuration through an include, or None: the file an
+    `include.path` or `includeIf.<condition>.path` of a config git reads names, whatever the condition (fail closed):
+    the repository's holding a root (`.git/config`; `git config --local include.path ../.gitconfig-shared` is how a
+    team shares one), the user's (`~/.gitconfig`, `$XDG_CONFIG_HOME/git/config`, `GIT_CONFIG_GLOBAL`: a dotfiles
+    workspace `~/.gitconfig` includes) and the system's, and what those include in turn. Round 36 wrote such a file
+    (its name protected by no pattern) with `core.fsmonitor` unasked in auto_edit, and the next `git status` ran it.
+    Blocking; the files are read once a `GIT_INCLUDES_TTL_S`."""
+    included = _git_includes(tuple(roots))
+    if included is None:
+        return f"git's configuration includes more than {GIT_INCLUDES_MAX_FILES} files, one of which may be it"
+    source = included.get(path)
+    return None if source is None else f"git's configuration includes it (from {source}): git obeys what it says"
+
+
+def _git_includes(roots: tuple[Path, ...]) -> dict[Path, str] | None:
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    named = os.environ.get("GIT_CONFIG_GLOBAL")
+    key: tuple[object, ...] = (roots, home, xdg, named)
+    now = time.monotonic()
+    cached = _includes_cache.get(key)
+    if cached is not None and now - cached[0] < GIT_INCLUDES_TTL_S:
+        return cached[1]
+    configs = [Path(named)] if named else [Path(home, ".gitconfig"), Path(xdg, "git", "config")]
+    configs += [Path("/etc/gitconfig"), *(c for root in roots for c in _repository_configs(root))]
+    found: dict[Path, str] | None = {}
+    pending = [(config, str(config), 0) for config in configs]
+    read = 0
+    while pending and found is not None:
+        config, source, depth = pending.pop()
+        read += 1
+        if read > GIT_INCLUDES_MAX_FILES:
+            found = None
+            break
+        try:
+            with open(config, "rb") as file:
+                text = file.read(1 << 20).decode("utf-8", "replace")
+        except (OSError, ValueError):
+            continue
+        for value in _include_values(text):
+            target = Path(home, value[2:]) if value.startswith("~/") else config.parent / value
+            with contextlib.suppress(OSError, ValueError):
+                real = Path(os.path.realpath(target))
+                if real not in found and depth < 10:
+                    found[real] = source
+                    pending.append((real, source, depth + 1))
+    if len(_includes_cache) > 16:
+        _includes_cache.clear()
+    _includes_cache[key] = (now, found)
+    return found
+
+
+def _repository_configs(root: Path) -> list[Path]:
+    """The config files of the repository git finds from `root` (a `.git` folder, or a `.git` file's `gitdir:`, in
+    `root` or above), its common folder's too (a worktree's `commondir`)."""
+    for folder in (root, *root.parents):
+        dotgit = folder / ".git"
+        gitdir: Path | None = dotgit if dotgit.is_dir() else None
+        if gitdir is None and dotgit.is_file():
+            with contextlib.suppress(OSError, ValueError):
+                text = dotgit.read_text(encoding="utf-8", errors="replace")[:4096]
+                if text.startswith("gitdir:"):
+                    gitdir = folder / text[len("gitdir:") :].strip()
+        if gitdir is None:
+            continue
+        found = [gitdir / "config", gitdir / "config.worktree"]
+        with contextlib.suppress(OSError, ValueError):
+            found.append(
+                gitdir / (gitdir / "commondir").read_text(encoding="utf-8", errors="replace").strip() / "config"
+            )
+        return found
+    return []
+
+
+def _include_values(text: str) -> Iterator[str]:
+    """The `path` values of the `[include]` and `[includeIf ...]` sections of a git config's text, unquoted, comments
+    left out (a key in another case, a section header in another case, a value on the header's line: as git reads)."""
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            end = line.find("]")
+            header = line[1:end] if end > 0 else ""
+            section = header.split(None, 1)[0].split(".", 1)[0].casefold() if header.strip() else ""
+            line = line[end + 1 :].strip() if end > 0 else ""
+        key, equals, value = line.partition("=")
+        if section in ("include", "includeif") and equals and key.strip().casefold() == "path":
+            unquoted, quoted = [], False
+            for char in value.strip():
+                if char == '"':
+                    quoted = not quoted
+                elif char in "#;" and not quoted:
+                    break
+                else:
+                    unquoted.append(char)
+            if "".join(unquoted).strip():
+                yield "".join(unquoted).strip()
 
 
 def _holds_git_marks(folder: Path, written: str) -> bool:
@@ -846,7 +968,7 @@ def _names_protected_from(
 ) -> str | None:
     joined = cwd / word
     lexical = Path(posixpath.normpath(str(joined)))
-    hit = _protected_or_holder(lexical) or git_directory(lexical, roots)
+    hit = _protected_or_holder(lexical) or git_configured(lexical, roots)
     if hit is not None:
         return hit
     try:
@@ -855,7 +977,7 @@ def _names_protected_from(
     except (OSError, ValueError):
         return None
     for real in sorted(reals - {lexical}):
-        hit = _protected_or_holder(real) or git_directory(real, roots)
+        hit = _protected_or_holder(real) or git_configured(real, roots)
         if hit is not None:
             return f"a link to {relative_to_roots(real, roots)}, {hit}"
     # a credential file under any name: a hard link to `~/.netrc` is `n` to the patterns, and an allowed `cat n`

@@ -604,7 +604,7 @@ class ToolRuntime:
         if self._ask is None:
             why = f"{verdict.doubt}; " if verdict.doubt else ""
             return decided("deny", f"{why}it needs approval and nobody can answer in this non-interactive run")
-        written = await self._written_elsewhere(tool, args)
+        written = await self._written_elsewhere(tool, args, (judged or {}).get("path"))
         protected = f"\nIt writes a protected path: {guarded}." if guarded else ""
         summary = shown_prompt(_summary(tool, args) + written + protected)
         request = PermissionRequest(call, tool, summary)
@@ -632,19 +632,25 @@ class ToolRuntime:
             return decided("allow", "the user allowed it once", decided_by="user")
         return decided("deny", "the user denied it", decided_by="user", message=message)
 
-    async def _written_elsewhere(self, tool: str, args: Mapping[str, Any]) -> str:
+    async def _written_elsewhere(
+        self, tool: str, args: Mapping[str, Any], judged: Path | _files.Unresolved | None
+    ) -> str:
         """A line of a permission prompt naming the file an edit tool's call writes when its argument names another
         (a link: `notes.md -> src/auth.py`, a `file://` URL, `a/../b`), or nothing. The tool writes the file the path
         reaches; the prompt named the argument alone, so a person approved `notes.md` and `src/auth.py` was
-        overwritten (round 36)."""
+        overwritten (round 36). `judged`: the real path the protected-path check judged, which the tool writes or
+        nothing (a link swapped since is refused), when it judged one."""
         spec = self._tools.get(tool)
         raw = args.get("file_path")
         if spec is None or spec.kind != "edit" or not isinstance(raw, str):
             return ""
-        try:
-            real = await anyio.to_thread.run_sync(self.workspace.real_path, raw, abandon_on_cancel=True)
-        except (ToolError, OSError):  # the tool refuses it too
-            return ""
+        if isinstance(judged, Path):
+            real = judged
+        else:
+            try:
+                real = await anyio.to_thread.run_sync(self.workspace.real_path, raw, abandon_on_cancel=True)
+            except (ToolError, OSError):  # the tool refuses it too
+                return ""
         form = _reach.reached_form(self.workspace.root, real, False)
         return "" if form == plain_path(raw) else f"\nIt writes {shown_name(form)}, where {echoed(raw)} leads."
 
@@ -761,7 +767,7 @@ async def _protected_reason(
             )
             if pattern is not None:
                 return f"{workspace.display(path)} is a protected path ({pattern}): writing it changes what runs later"
-            repository = await anyio.to_thread.run_sync(_protected.git_directory, path, workspace.roots)
+            repository = await anyio.to_thread.run_sync(_protected.git_configured, path, workspace.roots)
             if repository is not None:
                 return f"{workspace.display(path)} is a protected path: {repository}"
             # unified's own tools write a new file and rename it over the name; a backend's write in place
