@@ -567,14 +567,39 @@ async def test_a_worktrees_config_include_is_asked(ws: Path, tmp_path: Path) -> 
 def test_a_shell_write_of_an_included_file_is_judged(ws: Path) -> None:
     """SUCCEEDED before: `>> .gitconfig-shared` named no protected path."""
     _repository(ws, "[include]\n\tpath = ../.gitconfig-shared\n")
-    assert "includes it" in str(shell_protected(parse("echo '[core] fsmonitor = x' >> .gitconfig-shared"), ws, (ws,)))
+    assert "names it" in str(shell_protected(parse("echo '[core] fsmonitor = x' >> .gitconfig-shared"), ws, (ws,)))
+
+
+@pytest.mark.usefixtures("quiet_git")
+@pytest.mark.parametrize(
+    ("config", "written"),
+    [
+        ("[core]\n\thooksPath = tools/hooks\n", "tools/hooks/pre-commit"),
+        ("[core]\n\tfsmonitor = sh tools/fsmonitor.sh\n", "tools/fsmonitor.sh"),
+        ('[alias]\n\tlint = "!./scripts/lint.sh --all"\n', "scripts/lint.sh"),
+        ('[filter "crypt"]\n\tsmudge = tools/crypt smudge\n', "tools/crypt"),
+        ("[core]\n\tattributesFile = conf/attributes\n", "conf/attributes"),
+        ('[merge "ours"]\n\tdriver = ./bin/merge-ours %O %A\n', "bin/merge-ours"),
+    ],
+)
+async def test_a_program_or_hook_the_repositorys_config_names_is_asked(ws: Path, config: str, written: str) -> None:
+    """SUCCEEDED before: a hook of `core.hooksPath tools/hooks` (not `.githooks`, `.husky`), a program an alias,
+    a filter or a merge driver runs, `core.fsmonitor`'s script: each was edited unasked in auto_edit, and the next
+    `git commit`, `git status`, `git lint` or checkout ran it (an existing file keeps its mode, executable too)."""
+    _repository(ws, config)
+    (ws / written).parent.mkdir(parents=True, exist_ok=True)
+    (ws / written).write_text("#!/bin/sh\n")
+    assert await _write(ws, written) == ASKED
 
 
 @pytest.mark.usefixtures("quiet_git")
 async def test_a_path_key_of_another_section_includes_nothing(ws: Path) -> None:
-    """Pin: only `include` and `includeIf` sections include (`[core] hooksPath` is `.git/config`'s own matter)."""
-    _repository(ws, '[core]\n\tpath = ../notes.md\n[remote "include"]\n\tpath = ../notes.md\n')
+    """Pin: only `include` and `includeIf` sections include, and a key that runs nothing (`commit.template`) or a
+    command of no path (`less -R`) names no file."""
+    others = '[remote "include"]\n\tpath = ../notes.md\n[commit]\n\ttemplate = docs/msg.txt\n'
+    _repository(ws, f"[core]\n\tpath = ../notes.md\n\tpager = less -R\n{others}")
     assert await _write(ws, "notes.md") == WRITTEN
+    assert await _write(ws, "docs/msg.txt") == WRITTEN
 
 
 # --- pins: read confinement ----------------------------------------------------------------------------------------

@@ -423,25 +423,46 @@ GIT_INCLUDES_MAX_FILES = 64
 """The most config files `git_included` reads (git follows includes 10 deep): past it, what they include is not
 known, and every write is asked."""
 
-_includes_cache: dict[tuple[object, ...], tuple[float, dict[Path, str] | None]] = {}
+_includes_cache: dict[tuple[object, ...], tuple[float, tuple[dict[Path, str], dict[Path, str]] | None]] = {}
 
 
 def git_included(path: Path, roots: Sequence[Path]) -> str | None:
-    """Why writing the real path `path` changes git's configuration through an include, or None: the file an
-    `include.path` or `includeIf.<condition>.path` of a config git reads names, whatever the condition (fail closed):
-    the repository's holding a root (`.git/config`; `git config --local include.path ../.gitconfig-shared` is how a
-    team shares one), the user's (`~/.gitconfig`, `$XDG_CONFIG_HOME/git/config`, `GIT_CONFIG_GLOBAL`: a dotfiles
-    workspace `~/.gitconfig` includes) and the system's, and what those include in turn. Round 36 wrote such a file
-    (its name protected by no pattern) with `core.fsmonitor` unasked in auto_edit, and the next `git status` ran it.
-    Blocking; the files are read once a `GIT_INCLUDES_TTL_S`."""
-    included = _git_includes(tuple(roots))
-    if included is None:
-        return f"git's configuration includes more than {GIT_INCLUDES_MAX_FILES} files, one of which may be it"
-    source = included.get(path)
-    return None if source is None else f"git's configuration includes it (from {source}): git obeys what it says"
+    """Why writing the real path `path` changes what git runs through its configuration, or None: a file a config git
+    reads includes (`include.path`, `includeIf.<condition>.path`, whatever the condition: fail closed), a program it
+    names by a path (`core.fsmonitor = scripts/fsmonitor.sh`, `alias.x = !tools/x.sh`, a filter's, a merge driver's,
+    `core.pager`, `credential.helper`, ...) or a file in a folder of hooks it names (`core.hooksPath = tools/hooks`,
+    `init.templateDir`), or its `core.attributesFile` (which chooses filters). The configs read: the repository's
+    holding a root (`.git/config`; `git config --local include.path ../.gitconfig-shared` is how a team shares one),
+    the user's (`~/.gitconfig`, `$XDG_CONFIG_HOME/git/config`, `GIT_CONFIG_GLOBAL`: a dotfiles workspace that
+    `~/.gitconfig` includes) and the system's, and what those include in turn. Round 36 wrote such a file (its name
+    protected by no pattern) with `core.fsmonitor` unasked in auto_edit, and the next `git status` ran it. A relative
+    program or folder is taken from the repository's top (where git runs hooks and aliases). Blocking; the configs are
+    read once a `GIT_INCLUDES_TTL_S`."""
+    named = _git_named(tuple(roots))
+    if named is None:
+        return f"git's configuration includes more than {GIT_INCLUDES_MAX_FILES} files, one of which may name it"
+    files, folders = named
+    source = files.get(path) or next((s for folder, s in folders.items() if path.is_relative_to(folder)), None)
+    return None if source is None else f"git's configuration names it ({source}): git runs or obeys what it says"
 
 
-def _git_includes(roots: tuple[Path, ...]) -> dict[Path, str] | None:
+_GIT_PROGRAM_KEYS = frozenset(
+    {"core.fsmonitor", "core.pager", "core.editor", "core.sshcommand", "core.askpass", "core.attributesfile"}
+    | {"sequence.editor", "diff.external", "gpg.program", "credential.helper", "uploadpack.packobjectshook"}
+    | {"filter.clean", "filter.smudge", "filter.process", "merge.driver", "diff.command", "diff.textconv"}
+    | {"difftool.cmd", "mergetool.cmd"}
+)
+"""Keys (`section.key`, a subsection left out: `filter.lfs.clean` is `filter.clean`) whose value is a command git runs
+(each of its words with a `/` taken for a file it runs), or, `core.attributesFile`, the file that chooses filters; so
+is every `alias.*` starting with `!` and every `pager.*`."""
+
+_GIT_FOLDER_KEYS = frozenset({"core.hookspath", "init.templatedir"})
+"""Keys whose value is a folder of hooks git runs (or copies into each new repository)."""
+
+
+def _git_named(roots: tuple[Path, ...]) -> tuple[dict[Path, str], dict[Path, str]] | None:
+    """The files and the folders the configs git reads name (`git_included`), each with where it is named; None past
+    `GIT_INCLUDES_MAX_FILES` configs."""
     home = os.path.expanduser("~")
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     named = os.environ.get("GIT_CONFIG_GLOBAL")
@@ -450,38 +471,61 @@ def _git_includes(roots: tuple[Path, ...]) -> dict[Path, str] | None:
     cached = _includes_cache.get(key)
     if cached is not None and now - cached[0] < GIT_INCLUDES_TTL_S:
         return cached[1]
-    configs = [Path(named)] if named else [Path(home, ".gitconfig"), Path(xdg, "git", "config")]
-    configs += [Path("/etc/gitconfig"), *(c for root in roots for c in _repository_configs(root))]
-    found: dict[Path, str] | None = {}
-    pending = [(config, str(config), 0) for config in configs]
+    repositories = [found for root in roots if (found := _repository(root)) is not None]
+    tops = [top for top, _configs in repositories] or list(roots)
+    user = [Path(named)] if named else [Path(home, ".gitconfig"), Path(xdg, "git", "config")]
+    pending: list[tuple[Path, Path | None, int]] = [(config, None, 0) for config in [*user, Path("/etc/gitconfig")]]
+    pending += [(config, top, 0) for top, configs in repositories for config in configs]
+    files: dict[Path, str] = {}
+    folders: dict[Path, str] = {}
+    result: tuple[dict[Path, str], dict[Path, str]] | None = (files, folders)
     read = 0
-    while pending and found is not None:
-        config, source, depth = pending.pop()
+    while pending:
+        config, top, depth = pending.pop()
         read += 1
         if read > GIT_INCLUDES_MAX_FILES:
-            found = None
+            result = None
             break
         try:
             with open(config, "rb") as file:
                 text = file.read(1 << 20).decode("utf-8", "replace")
         except (OSError, ValueError):
             continue
-        for value in _include_values(text):
-            target = Path(home, value[2:]) if value.startswith("~/") else config.parent / value
-            with contextlib.suppress(OSError, ValueError):
-                real = Path(os.path.realpath(target))
-                if real not in found and depth < 10:
-                    found[real] = source
-                    pending.append((real, source, depth + 1))
+        for name, value in _config_values(text):
+            section, _dot, last = name.partition(".")
+            wanted = f"{section}.{last.rsplit('.', 1)[-1]}"
+            bases = [top] if top else tops
+            if section in ("include", "includeif") and last.rsplit(".", 1)[-1] == "path":
+                places, into = [config.parent / _home(value, home)], files
+            elif wanted in _GIT_FOLDER_KEYS:
+                places, into = [base / _home(value, home) for base in bases], folders
+            elif wanted in _GIT_PROGRAM_KEYS or section == "pager" or (section == "alias" and value.startswith("!")):
+                # every word that may be a path: `sh tools/fsmonitor.sh` runs the script as surely as its name alone
+                words = [word.removeprefix("!").strip("'\"") for word in value.split() if "/" in word]
+                places, into = [base / _home(word, home) for base in bases for word in words], files
+            else:
+                continue
+            for place in places:
+                with contextlib.suppress(OSError, ValueError):
+                    real = Path(os.path.realpath(place))
+                    if real not in into:
+                        into[real] = f"{name} of {config}"
+                        if into is files and section.startswith("include") and depth < 10:
+                            pending.append((real, top, depth + 1))
     if len(_includes_cache) > 16:
         _includes_cache.clear()
-    _includes_cache[key] = (now, found)
-    return found
+    _includes_cache[key] = (now, result)
+    return result
 
 
-def _repository_configs(root: Path) -> list[Path]:
-    """The config files of the repository git finds from `root` (a `.git` folder, or a `.git` file's `gitdir:`, in
-    `root` or above), its common folder's too (a worktree's `commondir`)."""
+def _home(value: str, home: str) -> str:
+    """A config's path value with git's `~/` put as the home folder (an absolute path stays one when joined)."""
+    return home + value[1:] if value.startswith("~/") else value
+
+
+def _repository(root: Path) -> tuple[Path, list[Path]] | None:
+    """The top of the repository git finds from `root` (a `.git` folder, or a `.git` file's `gitdir:`, in `root` or
+    above) and its config files, its common folder's too (a worktree's `commondir`); None outside one."""
     for folder in (root, *root.parents):
         dotgit = folder / ".git"
         gitdir: Path | None = dotgit if dotgit.is_dir() else None
@@ -497,33 +541,36 @@ def _repository_configs(root: Path) -> list[Path]:
             found.append(
                 gitdir / (gitdir / "commondir").read_text(encoding="utf-8", errors="replace").strip() / "config"
             )
-        return found
-    return []
+        return folder, found
+    return None
 
 
-def _include_values(text: str) -> Iterator[str]:
-    """The `path` values of the `[include]` and `[includeIf ...]` sections of a git config's text, unquoted, comments
-    left out (a key in another case, a section header in another case, a value on the header's line: as git reads)."""
+def _config_values(text: str) -> Iterator[tuple[str, str]]:
+    """(`section[.subsection].key`, value) of each entry of a git config's text, the section and key folded, the value
+    unquoted and its comment left out (a section header in another case, a value on the header's line: as git reads;
+    a continued line is read as its first)."""
     section = ""
     for raw in text.splitlines():
         line = raw.strip()
         if line.startswith("["):
             end = line.find("]")
-            header = line[1:end] if end > 0 else ""
-            section = header.split(None, 1)[0].split(".", 1)[0].casefold() if header.strip() else ""
+            header = line[1:end].strip() if end > 0 else ""
+            first, _space, sub = header.partition(" ")
+            section = first.casefold() + (f".{sub.strip().strip(chr(34))}" if sub.strip() else "")
             line = line[end + 1 :].strip() if end > 0 else ""
         key, equals, value = line.partition("=")
-        if section in ("include", "includeif") and equals and key.strip().casefold() == "path":
-            unquoted, quoted = [], False
-            for char in value.strip():
-                if char == '"':
-                    quoted = not quoted
-                elif char in "#;" and not quoted:
-                    break
-                else:
-                    unquoted.append(char)
-            if "".join(unquoted).strip():
-                yield "".join(unquoted).strip()
+        if not section or not equals or not key.strip():
+            continue
+        unquoted, quoted = [], False
+        for char in value.strip():
+            if char == '"':
+                quoted = not quoted
+            elif char in "#;" and not quoted:
+                break
+            else:
+                unquoted.append(char)
+        if "".join(unquoted).strip():
+            yield f"{section}.{key.strip().casefold()}", "".join(unquoted).strip()
 
 
 def _holds_git_marks(folder: Path, written: str) -> bool:
