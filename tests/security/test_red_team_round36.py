@@ -36,6 +36,9 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   of `~/.gitconfig`, `$XDG_CONFIG_HOME/git/config`, `GIT_CONFIG_GLOBAL`, and what they include) was written unasked
   when no pattern names it (`.gitconfig-shared`, `dotfiles/git.inc`): the next `git status` ran its
   `core.fsmonitor` (measured with git 2.39). Now `_protected.git_included` asks it, for the file tools and the shell;
+- (new) a name with a line feed inside a `**` folder was no protected path (`**` was `.*`, which crosses no line
+  feed): `.claude/commands/a<LF>b.md`, a lefthook script, `~/.config/fish/conf.d/a<LF>b.fish` (fish sources it)
+  were written unasked. Now the patterns are compiled `re.DOTALL`;
 - (new) a permission prompt named the argument, not the file written: `Allow write_file on notes.md?` overwrote
   `src/auth.py`, where the link `notes.md` leads (the tools write the file a path reaches), and `file:///ws/%73rc/x`
   said nothing plainer. Now the prompt adds `It writes src/auth.py, where notes.md leads.`.
@@ -600,6 +603,34 @@ async def test_a_path_key_of_another_section_includes_nothing(ws: Path) -> None:
     _repository(ws, f"[core]\n\tpath = ../notes.md\n\tpager = less -R\n{others}")
     assert await _write(ws, "notes.md") == WRITTEN
     assert await _write(ws, "docs/msg.txt") == WRITTEN
+
+
+# --- new: a line feed in a name inside a `**` folder -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path", [".claude/commands/a\nb.md", ".lefthook/pre-commit/a\nb.sh", ".gemini/a\nb/settings.json"]
+)
+async def test_a_name_with_a_line_feed_in_a_protected_folder_is_asked(ws: Path, path: str) -> None:
+    """SUCCEEDED before: `**` was `.*`, which crosses no line feed, so `.claude/commands/a<LF>b.md` (a command Claude
+    Code loads) and a lefthook script were written unasked in auto_edit."""
+    assert await _write(ws, path) == ASKED
+
+
+async def test_a_fish_snippet_with_a_line_feed_in_its_name_is_asked(ws: Path, isolated_home: Path) -> None:
+    """SUCCEEDED before: `~/.config/fish/conf.d/a<LF>b.fish`, which fish sources at every start, written unasked
+    through the include directory `~`."""
+    (isolated_home / ".config" / "fish" / "conf.d").mkdir(parents=True)
+    path = isolated_home / ".config" / "fish" / "conf.d" / "a\nb.fish"
+    assert await _write(ws, path, (isolated_home,)) == ASKED
+
+
+def test_a_long_word_of_protected_folders_and_a_line_feed_is_judged(ws: Path) -> None:
+    """Pin (and the cost: quadratic before, 20,000 characters took 2.5 s): a word naming `.git/` thousands of times
+    then a line feed is judged protected, as the name is."""
+    word = ".git/" * 20_000 + "\nx"
+    assert shell_protected(parse(f'cat "{word}"'), ws, (ws,)) is not None
+    assert _protected._folded_name("a" + ". " * 100_000 + "b") == "a" + ". " * 100_000 + "b"
 
 
 # --- pins: read confinement ----------------------------------------------------------------------------------------

@@ -289,18 +289,25 @@ _HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 """Code points HFS+ leaves out when it compares names (git's `is_hfs_dotgit` skips the same): on such a volume
 (macOS before APFS, and external disks formatted so) `.g<U+200C>it/config` is `.git/config`."""
 
-_TRAILING = re.compile(r"(?<=[^/.])[. ]+(?=/|$)")
-"""The dots and spaces ending a name (not one of only dots: `..`): Linux's vfat and exfat drivers leave the dots out
-of a name they create or look up, Windows (a workspace under WSL's `/mnt/c`, a share) the spaces too, so there
-`.git./hooks/pre-commit` is `.git/hooks/pre-commit` and `.envrc.` is `.envrc` (git's `is_ntfs_dotgit` refuses
-them in a tree for that reason; round 36 wrote them unasked in auto_edit)."""
-
 
 def _folded_name(relative: str) -> str:
-    """A path in the one form the patterns are matched in: `_HFS_IGNORED` removed, then each name's `_TRAILING`
-    dots and spaces, and its case folded, so that every spelling a file system may take for a protected name is one
-    (round 35: a zero-width non-joiner in `.git` was written unasked in auto_edit)."""
-    return _TRAILING.sub("", _HFS_IGNORED.sub("", relative)).casefold()
+    """A path in the one form the patterns are matched in: `_HFS_IGNORED` removed, then the dots and spaces ending
+    each name (not one of only dots, `..`), and its case folded, so that every spelling a file system may take for a
+    protected name is one (round 35: a zero-width non-joiner in `.git` was written unasked in auto_edit). Linux's
+    vfat and exfat drivers leave a name's trailing dots out as they create or look it up, Windows (WSL's `/mnt/c`, a
+    share) its spaces too: there `.git./hooks/pre-commit` is `.git/hooks/pre-commit` and `.envrc.` is `.envrc` (git's
+    `is_ntfs_dotgit` refuses them in a tree for that reason; round 36 wrote them unasked). With `str` methods, linear:
+    a regex's search for a trailing run was quadratic in a word of `. . . ` (16,000 of them: 15 s)."""
+    text = _HFS_IGNORED.sub("", relative)
+    if "./" in text or " /" in text or text.endswith((".", " ")):
+        text = "/".join(_untrailed(part) for part in text.split("/"))
+    return text.casefold()
+
+
+def _untrailed(name: str) -> str:
+    """`name` without the dots and spaces ending it, unless it is only dots (`..`)."""
+    stripped = name.rstrip(". ")
+    return stripped if stripped.strip(".") else name
 
 
 def _holders(patterns: Sequence[str]) -> tuple[str, ...]:
@@ -315,7 +322,11 @@ def _holders(patterns: Sequence[str]) -> tuple[str, ...]:
 
 
 def _alternatives(patterns: Sequence[str]) -> re.Pattern[str]:
-    return re.compile("(?:^|/)(?:" + "|".join(f"({_fragment(p.casefold())})" for p in patterns) + ")$")
+    """The patterns as one regex, a group each. `**` crosses a line feed too (`re.DOTALL`): a name may hold one, and
+    `.config/fish/conf.d/a<LF>b.fish`, which fish sources, was no protected path (round 36); a search then fails no
+    more at each `/**` folder of a long word holding one, which was quadratic (20,000 characters: 2.5 s)."""
+    alternatives = "|".join(f"({_fragment(p.casefold())})" for p in patterns)
+    return re.compile(f"(?:^|/)(?:{alternatives})$", re.DOTALL)
 
 
 def _fragment(pattern: str) -> str:
@@ -399,12 +410,19 @@ def git_directory(path: Path, roots: Sequence[Path]) -> str | None:
     workspace root unasked, and the next `git branch` ran the pager. A mark counts whatever its kind or content, and
     the written name in every spelling a file system may take for it (`_folded_name`): fail closed. Blocking
     (an `lstat` or a few a folder above `path`)."""
-    for folder in path.parents:
-        written = _folded_name(path.relative_to(folder).parts[0])  # `HE<U+200C>AD` on HFS+, `refs.` on vfat
-        if _holds_git_marks(folder, written):
-            verb = "is" if _holds_git_marks(folder, "") else "becomes"
-            shown = relative_to_roots(folder, roots) or "."
+    parts = path.parts
+    folder = parts[0]
+    # from `/` down, as far as folders exist (one that does not cannot be made a repository by one write): a word of
+    # a shell command may name a path of thousands of parts, and `relative_to` from each parent was quadratic
+    for index in range(1, len(parts)):
+        if not os.path.isdir(folder):
+            break
+        written = _folded_name(parts[index])  # `HE<U+200C>AD` on HFS+, `refs.` on vfat
+        if _holds_git_marks(Path(folder), written):
+            verb = "is" if _holds_git_marks(Path(folder), "") else "becomes"
+            shown = relative_to_roots(Path(folder), roots) or "."
             return f"{shown} {verb} a git repository (HEAD, objects/, refs/): git run there obeys its config and hooks"
+        folder = os.path.join(folder, parts[index])
     return None
 
 
