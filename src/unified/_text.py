@@ -75,6 +75,7 @@ def escaped(text: str, pattern: re.Pattern[str]) -> str:
 
 
 def _escape_one(match: re.Match[str]) -> str:
+    """One matched character as `escaped` writes it."""
     char = match[0]
     literal = repr(char)[1:-1]
     if literal != char:

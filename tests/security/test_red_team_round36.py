@@ -482,9 +482,8 @@ async def test_a_prompt_names_the_file_a_file_url_spells(ws: Path) -> None:
 
 async def test_a_prompt_for_a_plain_path_says_nothing_more(ws: Path) -> None:
     """Pin: a path that names the file it writes gets the one line it always had."""
-    assert await _prompts(ws, [("write_file", {"file_path": "./src/new.py", "content": "x"})]) == [
-        "Allow write_file on ./src/new.py?"
-    ]
+    calls = [("write_file", {"file_path": path, "content": "x"}) for path in ("./src/new.py", f"{ws}/src/b.py")]
+    assert await _prompts(ws, calls) == ["Allow write_file on ./src/new.py?", f"Allow write_file on {ws}/src/b.py?"]
 
 
 @pytest.mark.parametrize("name", ["HE\u200cAD", "HEAD.", "refs./heads/main", "obj\ufeffects/x"])

@@ -29,6 +29,7 @@ __all__ = [
     "shown_line",
     "shown_name",
     "shown_prompt",
+    "shown_reason",
     "shown_text",
     "spelled",
 ]

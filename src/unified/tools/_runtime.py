@@ -635,11 +635,11 @@ class ToolRuntime:
     async def _written_elsewhere(
         self, tool: str, args: Mapping[str, Any], judged: Path | _files.Unresolved | None
     ) -> str:
-        """A line of a permission prompt naming the file an edit tool's call writes when its argument names another
-        (a link: `notes.md -> src/auth.py`, a `file://` URL, `a/../b`), or nothing. The tool writes the file the path
-        reaches; the prompt named the argument alone, so a person approved `notes.md` and `src/auth.py` was
-        overwritten (round 36). `judged`: the real path the protected-path check judged, which the tool writes or
-        nothing (a link swapped since is refused), when it judged one."""
+        """A line of a permission prompt naming the file an edit tool's call writes when its argument, as written,
+        names another (a link on the way: `notes.md -> src/auth.py`; a `file://` URL), or nothing. The tool writes
+        the file the path reaches; the prompt named the argument alone, so a person approved `notes.md` and
+        `src/auth.py` was overwritten (round 36). `judged`: the real path the protected-path check judged, which the
+        tool writes or nothing (a link swapped since is refused), when it judged one."""
         spec = self._tools.get(tool)
         raw = args.get("file_path")
         if spec is None or spec.kind != "edit" or not isinstance(raw, str):
@@ -651,8 +651,10 @@ class ToolRuntime:
                 real = await anyio.to_thread.run_sync(self.workspace.real_path, raw, abandon_on_cancel=True)
             except (ToolError, OSError):  # the tool refuses it too
                 return ""
+        if spelled(raw) == raw and real == Path(posixpath.normpath(self.workspace.root / plain_path(raw))):
+            return ""  # the file it names as written, absolute or not
         form = _reach.reached_form(self.workspace.root, real, False)
-        return "" if form == plain_path(raw) else f"\nIt writes {shown_name(form)}, where {echoed(raw)} leads."
+        return f"\nIt writes {shown_name(form)}, where {echoed(raw)} leads."
 
     def _veto(self, tool: str, args: Mapping[str, Any], event: PermissionDecision) -> _reach.Veto | None:
         """What leaves an entry out of this call's walk (search, glob, tree of a folder): each entry the policy would
