@@ -24,7 +24,8 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   workspace that is a bare repository (`hooks/post-receive` ran at the next push);
 - (new) the dots and spaces ending a name were kept when it was matched: on a vfat or exfat volume (Linux's drivers
   leave trailing dots out) or under Windows (WSL's `/mnt/c`), `.git./hooks/pre-commit` is `.git/hooks/pre-commit`
-  and `.envrc.` is `.envrc`, both written unasked. Now `_protected._TRAILING` folds them away;
+  and `.envrc.` is `.envrc`, both written unasked. Now `_protected._folded_name` folds them away (with `str`
+  methods: a first regex for it was quadratic in a word of `. . . `);
 - (new) the quick look of the protected-link searches (`_may_be_protected`) folded a link's name by case alone, so a
   link `.envr<U+200C>c -> scripts/env.sh` (`.envrc` on HFS+) left `scripts/env.sh` writable unasked; and git's marks
   were compared by case alone too (`HE<U+200C>AD`, `HEAD.`, `refs.` completed a repository unasked once judged);
@@ -35,7 +36,9 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
 - (new) a file git's configuration includes (`include.path`, `includeIf.*.path` of the repository's `.git/config`,
   of `~/.gitconfig`, `$XDG_CONFIG_HOME/git/config`, `GIT_CONFIG_GLOBAL`, and what they include) was written unasked
   when no pattern names it (`.gitconfig-shared`, `dotfiles/git.inc`): the next `git status` ran its
-  `core.fsmonitor` (measured with git 2.39). Now `_protected.git_included` asks it, for the file tools and the shell;
+  `core.fsmonitor` (measured with git 2.39); so was a hook of `core.hooksPath tools/hooks`, a script an alias, a
+  filter, a merge driver or `core.fsmonitor` runs. Now `_protected.git_included` asks them, for the file tools and
+  the shell;
 - (new) a name with a line feed inside a `**` folder was no protected path (`**` was `.*`, which crosses no line
   feed): `.claude/commands/a<LF>b.md`, a lefthook script, `~/.config/fish/conf.d/a<LF>b.fish` (fish sources it)
   were written unasked. Now the patterns are compiled `re.DOTALL`;
@@ -43,12 +46,17 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   `src/auth.py`, where the link `notes.md` leads (the tools write the file a path reaches), and `file:///ws/%73rc/x`
   said nothing plainer. Now the prompt adds `It writes src/auth.py, where notes.md leads.`.
 
-Pins (held before and after): an include directory `.git/hooks` inside the workspace; a folder holding two of git's
-three marks; emoji in answer text; the read confinement of glob and search against `..`, braces and `/proc`.
+Pins (held before and after): an include directory `.git/hooks` inside the workspace (it was protected before: the
+brief's third example was no hole); a folder holding two of git's three marks; a key that runs nothing; emoji in
+answer text; a prompt for a plain path; the read confinement of glob and search against `..`, braces and `/proc`.
+
 Left open: an include directory inside a system program tree (`/usr/lib/git-core`) is exempt from
 `program_directory` as the workspace is (a project in `/usr/src/app`); 8.3 short names (`GIT~1` on vfat or NTFS)
-are not resolved to the long name they stand for; a shell command that makes all three marks at once is judged by
-what is on disk before it runs (it is asked in auto_edit, as every shell command, unless a rule allows it).
+are not resolved to the long name they stand for; a policy deny rule (`secrets/`) is read on the text, so on a
+case-insensitive or vfat volume `SECRETS/key` or `secrets./key` passes it (protected paths fold them, rules do not);
+a nested repository's own git configuration is not read for includes; a shell command that makes all three of git's
+marks at once is judged by what is on disk before it runs (asked in auto_edit, as every shell command, unless a rule
+allows it); past `GIT_INCLUDES_MAX_FILES` config files every write is asked (fail closed, but a model can make it so).
 """
 
 from __future__ import annotations
