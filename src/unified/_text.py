@@ -22,7 +22,10 @@ from typing import Any
 from unified._limits import MAX_JSON_DEPTH
 
 __all__ = [
+    "ACTING",
+    "INVISIBLE",
     "choose_one_of",
+    "escaped",
     "escapes_surrogates",
     "found_json",
     "json_type",
@@ -32,6 +35,22 @@ __all__ = [
     "well_formed",
     "well_formed_json",
 ]
+
+ACTING = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+"""Besides the C0 controls (each reader says which of those it keeps: a tab, a line feed), the characters a terminal or
+a reader acts on instead of showing, as a regex class's ranges: DEL, the C1 controls, the Unicode line and paragraph
+separators, the bidi marks (the Arabic letter mark U+061C too, round 33), overrides and isolates."""
+
+INVISIBLE = (
+    "\xa0\xad\u034f\u115f\u1160\u1680\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u202a-\u202f\u205f-\u206f\u3000\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
+)
+"""The characters that show as nothing, or as a space a reader takes for the ASCII one, as a regex class's ranges:
+Unicode's default-ignorable code points (zero-width space, non-joiner and joiner, word joiner, soft hyphen, the
+Hangul fillers, variation selectors, tags) and the other spaces (no-break, en, em, ideographic, ...). A name that
+holds one looks like another: `.git<U+200D>/hooks` reads as `.git/hooks`, `conf<U+200B>ig.py` as `config.py` (round
+36). Escaped where a person or the model must tell names apart (a listing, a permission prompt), not in answer text,
+where a joiner and a variation selector make an emoji."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 """A code point no UTF-8 holds. In a `str` every surrogate is alone: a JSON pair parses into one character."""
@@ -43,6 +62,26 @@ def well_formed(text: str) -> str:
     if text.isascii():
         return text
     return _SURROGATE.sub("\ufffd", text)
+
+
+def escaped(text: str, pattern: re.Pattern[str]) -> str:
+    """`text` with each character `pattern` finds written in place as a Python string literal writes it (`\\r`,
+    `\\x1b`, `\\u200d`, `\\U000e0041`; a printable one it would leave, a Hangul filler, as `\\u3164`): what it holds is
+    read, never obeyed and never missed. The one escape of the CLI's `visible`, the tools' `shown_text` and their
+    permission prompts. A backslash already there is left as it is."""
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(_escape_one, text)
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    """One matched character as `escaped` writes it."""
+    char = match[0]
+    literal = repr(char)[1:-1]
+    if literal != char:
+        return literal
+    code = ord(char)
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def well_formed_json(value: Any, depth: int = MAX_JSON_DEPTH) -> Any:

@@ -273,11 +273,14 @@ def test_a_link_to_a_protected_file_is_seen_through(ws: Path) -> None:
     assert ".git/config" in reason
 
 
-def test_protected_path_is_judged_relative_to_the_root(tmp_path: Path) -> None:
-    """A workspace that itself lives under `.config/` or `.git/` is not protected whole."""
+def test_protected_path_is_judged_on_the_whole_path(tmp_path: Path) -> None:
+    """A workspace that itself lives in a protected folder (`.config/gcloud/`) is protected whole (round 36: judged
+    relative to the root alone, `git/config` of an include directory `~/.config` was written unasked); one that only
+    lives under a holder of protected paths (`.config/`) is not."""
     root = tmp_path / ".config" / "gcloud" / "project"
-    assert protected_path(root / "main.py", [root]) is None
-    assert protected_path(root / ".env", [root]) == ".env"
+    assert protected_path(root / "main.py") == ".config/gcloud/**"
+    assert protected_path(tmp_path / ".config" / "project" / "main.py") is None
+    assert protected_path(tmp_path / ".config" / "project" / ".env") == ".env"
 
 
 # --- gemini-cli's own tools ------------------------------------------------------------------------

@@ -75,7 +75,7 @@ def _shown(text: str) -> str:
     """`text` as a prompt shows it: secrets replaced, and nothing that could rewrite what the terminal shows.
     A command the model wrote may carry `ESC[2K` (erase the line) and a harmless command after it: the
     user would approve what they did not see. Every line after the first is marked as a continuation."""
-    return visible(redact(text).replace("\r\n", "\n")).replace("\n", CONTINUED)
+    return visible(redact(text).replace("\r\n", "\n"), unseen=True).replace("\n", CONTINUED)
 
 
 def _ask_one(question: Question, console: Console) -> str | list[str]:

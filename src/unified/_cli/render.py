@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from rich.text import Text
 
 from unified._redaction import Redactor, redactor
+from unified._text import ACTING, INVISIBLE, escaped
 from unified.events import (
     ErrorEvent,
     ImageOutput,
@@ -40,17 +41,20 @@ from unified.events import (
 
 __all__ = ["INDENT", "PREVIEW_CHARS", "STDERR_LINES", "STYLES", "Renderer", "format_usage", "preview", "visible"]
 
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""Characters a terminal acts on instead of showing (escape sequences, bidi overrides and marks: the Arabic letter
-mark U+061C as the left- and right-to-left ones, round 33), line breaks and tabs aside."""
+_CONTROLS = re.compile(f"[\x00-\x08\x0b-\x1f{ACTING}]")
+"""Characters a terminal acts on instead of showing (escape sequences, bidi overrides and marks), line breaks and
+tabs aside."""
+
+_UNSEEN = re.compile(f"[\x00-\x08\x0b-\x1f{ACTING}{INVISIBLE}]")
+"""`_CONTROLS`, and the characters that show as nothing or as a plain space (`INVISIBLE`)."""
 
 
-def visible(text: str) -> str:
-    """`text` with every character a terminal would act on written as `\\xNN`/`\\uNNNN` (rich passes ESC
-    through): model output, a command to approve above all, cannot erase or hide what a person reads."""
-    if _CONTROLS.search(text) is None:
-        return text
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+def visible(text: str, *, unseen: bool = False) -> str:
+    """`text` with every character a terminal would act on `escaped` (`\\x1b`, `\\u202e`; rich passes ESC
+    through): model output, a command to approve above all, cannot erase or hide what a person reads. `unseen`: what
+    shows as nothing is escaped too (`.git\\u200d/hooks`), for what a person approves or a tool's input names; not
+    for answer text, where a joiner and a variation selector make an emoji."""
+    return escaped(text, _UNSEEN if unseen else _CONTROLS)
 
 
 INDENT = "  │ "
@@ -100,7 +104,7 @@ def format_usage(usage: Usage) -> str:
 def preview(value: object) -> str:
     """`value` as one short text (JSON for structures), cut at `PREVIEW_CHARS`."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = text.strip()
+    text = visible(text.strip(), unseen=True)  # a tool's input names paths: `.git<U+200D>/hooks` must not pass
     return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"… ({len(text)} chars)"
 
 

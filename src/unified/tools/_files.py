@@ -125,7 +125,8 @@ def _still_judged(path: Path, shown: str) -> None:
         )
     if judged is not None and path != judged:
         raise ToolError(
-            f"{shown} changed after the call was judged (a link now leads it elsewhere: {path}); nothing was written."
+            f"{shown} changed after the call was judged (a link now leads it elsewhere: {shown_name(str(path))}); "
+            "nothing was written."
         )
 
 

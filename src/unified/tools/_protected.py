@@ -39,6 +39,8 @@ from unified.tools._shell_syntax import SimpleCommand
 
 __all__ = [
     "CREDENTIAL_CHECK_TTL_S",
+    "GIT_INCLUDES_MAX_FILES",
+    "GIT_INCLUDES_TTL_S",
     "GLOB_MAGIC",
     "PROTECTED_LINK_SCAN_MAX_ENTRIES",
     "LinkSearch",
@@ -51,6 +53,9 @@ __all__ = [
     "credential_read",
     "credential_refusal",
     "deep_protected_targets",
+    "git_configured",
+    "git_directory",
+    "git_included",
     "glob_links_out",
     "hard_linked",
     "linked_from_protected",
@@ -286,10 +291,23 @@ _HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 
 
 def _folded_name(relative: str) -> str:
-    """A relative path in the one form the patterns are matched in: its case folded and `_HFS_IGNORED` removed,
-    so that every spelling a file system may take for a protected name is one (round 35: a zero-width non-joiner
-    in `.git` was written unasked in auto_edit)."""
-    return _HFS_IGNORED.sub("", relative).casefold()
+    """A path in the one form the patterns are matched in: `_HFS_IGNORED` removed, then the dots and spaces ending
+    each name (not one of only dots, `..`), and its case folded, so that every spelling a file system may take for a
+    protected name is one (round 35: a zero-width non-joiner in `.git` was written unasked in auto_edit). Linux's
+    vfat and exfat drivers leave a name's trailing dots out as they create or look it up, Windows (WSL's `/mnt/c`, a
+    share) its spaces too: there `.git./hooks/pre-commit` is `.git/hooks/pre-commit` and `.envrc.` is `.envrc` (git's
+    `is_ntfs_dotgit` refuses them in a tree for that reason; round 36 wrote them unasked). With `str` methods, linear:
+    a regex's search for a trailing run was quadratic in a word of `. . . ` (16,000 of them: 15 s)."""
+    text = _HFS_IGNORED.sub("", relative)
+    if "./" in text or " /" in text or text.endswith((".", " ")):
+        text = "/".join(_untrailed(part) for part in text.split("/"))
+    return text.casefold()
+
+
+def _untrailed(name: str) -> str:
+    """`name` without the dots and spaces ending it, unless it is only dots (`..`)."""
+    stripped = name.rstrip(". ")
+    return stripped if stripped.strip(".") else name
 
 
 def _holders(patterns: Sequence[str]) -> tuple[str, ...]:
@@ -304,7 +322,11 @@ def _holders(patterns: Sequence[str]) -> tuple[str, ...]:
 
 
 def _alternatives(patterns: Sequence[str]) -> re.Pattern[str]:
-    return re.compile("(?:^|/)(?:" + "|".join(f"({_fragment(p.casefold())})" for p in patterns) + ")$")
+    """The patterns as one regex, a group each. `**` crosses a line feed too (`re.DOTALL`): a name may hold one, and
+    `.config/fish/conf.d/a<LF>b.fish`, which fish sources, was no protected path (round 36); a search then fails no
+    more at each `/**` folder of a long word holding one, which was quadratic (20,000 characters: 2.5 s)."""
+    alternatives = "|".join(f"({_fragment(p.casefold())})" for p in patterns)
+    return re.compile(f"(?:^|/)(?:{alternatives})$", re.DOTALL)
 
 
 def _fragment(pattern: str) -> str:
@@ -370,14 +392,215 @@ def relative_to_roots(path: Path, roots: Sequence[Path]) -> str:
     return path.relative_to(root).as_posix()
 
 
-def protected_path(path: Path, roots: Sequence[Path]) -> str | None:
-    """The protected-path pattern a real path matches, judged relative to each root holding it
-    (an include directory inside the workspace, `.vscode` say, does not unprotect `tasks.json`)."""
-    for relative in _relatives(path, roots):
-        hit = protected_paths().match(relative) if relative not in ("", ".") else None
-        if hit is not None:
-            return hit
+def protected_path(path: Path) -> str | None:
+    """The protected-path pattern the real absolute `path` matches, judged on the whole path whatever root it was
+    reached from. A pattern matches at any depth, so this is every root's relative judgement and more: judged only
+    relative to its root, a path lost the root's own place (round 36: with the include directory `~/.config`,
+    `git/config` there was written unasked in auto_edit; so was `config` in a workspace that is a repository's
+    `.git`, or `pre-commit` in one that is its `.git/hooks`)."""
+    return protected_paths().match(path.as_posix())
+
+
+def git_directory(path: Path, roots: Sequence[Path]) -> str | None:
+    """Why writing the real path `path` writes into a folder git takes for a repository (a bare one, or a `.git`
+    under another name), or makes one of it: the folder holds, or gets with this write, `HEAD` and `objects/` and
+    `refs/` (or a `commondir`). Git run in that folder or below it (the user's `git branch`, `git diff` on a
+    terminal; a prompt's `git status`) reads its `config` (`core.pager`, `core.fsmonitor` run a command) and runs its
+    hooks, as `.git/**`'s; round 36 wrote `HEAD`, `objects/.keep`, `refs/.keep` and a `config` with `core.pager` at the
+    workspace root unasked, and the next `git branch` ran the pager. A mark counts whatever its kind or content, and
+    the written name in every spelling a file system may take for it (`_folded_name`): fail closed. Blocking
+    (an `lstat` or a few a folder above `path`)."""
+    parts = path.parts
+    folder = parts[0]
+    # from `/` down, as far as folders exist (one that does not cannot be made a repository by one write): a word of
+    # a shell command may name a path of thousands of parts, and `relative_to` from each parent was quadratic
+    for index in range(1, len(parts)):
+        if not os.path.isdir(folder):
+            break
+        written = _folded_name(parts[index])  # `HE<U+200C>AD` on HFS+, `refs.` on vfat
+        if _holds_git_marks(Path(folder), written):
+            verb = "is" if _holds_git_marks(Path(folder), "") else "becomes"
+            shown = relative_to_roots(Path(folder), roots) or "."
+            return f"{shown} {verb} a git repository (HEAD, objects/, refs/): git run there obeys its config and hooks"
+        folder = os.path.join(folder, parts[index])
     return None
+
+
+def git_configured(path: Path, roots: Sequence[Path]) -> str | None:
+    """Why writing the real path `path` changes what git obeys although no pattern names it, or None: it is in a folder
+    git takes for a repository (`git_directory`), or a file its configuration includes (`git_included`). Blocking."""
+    return git_directory(path, roots) or git_included(path, roots)
+
+
+GIT_INCLUDES_TTL_S = 1.0
+"""How long the files git's configuration includes (`git_included`) are reused: a shell command judges each of its
+words, a few config files read for each would cost 2,000 words seconds. A config changed meanwhile to include another
+file was a write of a protected path (`.git/config`, `.gitconfig`), asked itself."""
+
+GIT_INCLUDES_MAX_FILES = 64
+"""The most config files `git_included` reads (git follows includes 10 deep): past it, what they include is not
+known, and every write is asked."""
+
+_includes_cache: dict[tuple[object, ...], tuple[float, tuple[dict[Path, str], dict[Path, str]] | None]] = {}
+
+
+def git_included(path: Path, roots: Sequence[Path]) -> str | None:
+    """Why writing the real path `path` changes what git runs through its configuration, or None: a file a config git
+    reads includes (`include.path`, `includeIf.<condition>.path`, whatever the condition: fail closed), a program it
+    names by a path (`core.fsmonitor = scripts/fsmonitor.sh`, `alias.x = !tools/x.sh`, a filter's, a merge driver's,
+    `core.pager`, `credential.helper`, ...) or a file in a folder of hooks it names (`core.hooksPath = tools/hooks`,
+    `init.templateDir`), or its `core.attributesFile` (which chooses filters). The configs read: the repository's
+    holding a root (`.git/config`; `git config --local include.path ../.gitconfig-shared` is how a team shares one),
+    the user's (`~/.gitconfig`, `$XDG_CONFIG_HOME/git/config`, `GIT_CONFIG_GLOBAL`: a dotfiles workspace that
+    `~/.gitconfig` includes) and the system's, and what those include in turn. Round 36 wrote such a file (its name
+    protected by no pattern) with `core.fsmonitor` unasked in auto_edit, and the next `git status` ran it. A relative
+    program or folder is taken from the repository's top (where git runs hooks and aliases). Blocking; the configs are
+    read once a `GIT_INCLUDES_TTL_S`."""
+    named = _git_named(tuple(roots))
+    if named is None:
+        return f"git's configuration includes more than {GIT_INCLUDES_MAX_FILES} files, one of which may name it"
+    files, folders = named
+    source = files.get(path) or next((s for folder, s in folders.items() if path.is_relative_to(folder)), None)
+    return None if source is None else f"git's configuration names it ({source}): git runs or obeys what it says"
+
+
+_GIT_PROGRAM_KEYS = frozenset(
+    {"core.fsmonitor", "core.pager", "core.editor", "core.sshcommand", "core.askpass", "core.attributesfile"}
+    | {"sequence.editor", "diff.external", "gpg.program", "credential.helper", "uploadpack.packobjectshook"}
+    | {"filter.clean", "filter.smudge", "filter.process", "merge.driver", "diff.command", "diff.textconv"}
+    | {"difftool.cmd", "mergetool.cmd"}
+)
+"""Keys (`section.key`, a subsection left out: `filter.lfs.clean` is `filter.clean`) whose value is a command git runs
+(each of its words with a `/` taken for a file it runs), or, `core.attributesFile`, the file that chooses filters; so
+is every `alias.*` starting with `!` and every `pager.*`."""
+
+_GIT_FOLDER_KEYS = frozenset({"core.hookspath", "init.templatedir"})
+"""Keys whose value is a folder of hooks git runs (or copies into each new repository)."""
+
+
+def _git_named(roots: tuple[Path, ...]) -> tuple[dict[Path, str], dict[Path, str]] | None:
+    """The files and the folders the configs git reads name (`git_included`), each with where it is named; None past
+    `GIT_INCLUDES_MAX_FILES` configs."""
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    named = os.environ.get("GIT_CONFIG_GLOBAL")
+    key: tuple[object, ...] = (roots, home, xdg, named)
+    now = time.monotonic()
+    cached = _includes_cache.get(key)
+    if cached is not None and now - cached[0] < GIT_INCLUDES_TTL_S:
+        return cached[1]
+    repositories = [found for root in roots if (found := _repository(root)) is not None]
+    tops = [top for top, _configs in repositories] or list(roots)
+    user = [Path(named)] if named else [Path(home, ".gitconfig"), Path(xdg, "git", "config")]
+    pending: list[tuple[Path, Path | None, int]] = [(config, None, 0) for config in [*user, Path("/etc/gitconfig")]]
+    pending += [(config, top, 0) for top, configs in repositories for config in configs]
+    files: dict[Path, str] = {}
+    folders: dict[Path, str] = {}
+    result: tuple[dict[Path, str], dict[Path, str]] | None = (files, folders)
+    read = 0
+    while pending:
+        config, top, depth = pending.pop()
+        read += 1
+        if read > GIT_INCLUDES_MAX_FILES:
+            result = None
+            break
+        try:
+            with open(config, "rb") as file:
+                text = file.read(1 << 20).decode("utf-8", "replace")
+        except (OSError, ValueError):
+            continue
+        for name, value in _config_values(text):
+            section, _dot, last = name.partition(".")
+            wanted = f"{section}.{last.rsplit('.', 1)[-1]}"
+            bases = [top] if top else tops
+            if section in ("include", "includeif") and last.rsplit(".", 1)[-1] == "path":
+                places, into = [config.parent / _home(value, home)], files
+            elif wanted in _GIT_FOLDER_KEYS:
+                places, into = [base / _home(value, home) for base in bases], folders
+            elif wanted in _GIT_PROGRAM_KEYS or section == "pager" or (section == "alias" and value.startswith("!")):
+                # every word that may be a path: `sh tools/fsmonitor.sh` runs the script as surely as its name alone
+                words = [word.removeprefix("!").strip("'\"") for word in value.split() if "/" in word]
+                places, into = [base / _home(word, home) for base in bases for word in words], files
+            else:
+                continue
+            for place in places:
+                with contextlib.suppress(OSError, ValueError):
+                    real = Path(os.path.realpath(place))
+                    if real not in into:
+                        into[real] = f"{name} of {config}"
+                        if into is files and section.startswith("include") and depth < 10:
+                            pending.append((real, top, depth + 1))
+    if len(_includes_cache) > 16:
+        _includes_cache.clear()
+    _includes_cache[key] = (now, result)
+    return result
+
+
+def _home(value: str, home: str) -> str:
+    """A config's path value with git's `~/` put as the home folder (an absolute path stays one when joined)."""
+    return home + value[1:] if value.startswith("~/") else value
+
+
+def _repository(root: Path) -> tuple[Path, list[Path]] | None:
+    """The top of the repository git finds from `root` (a `.git` folder, or a `.git` file's `gitdir:`, in `root` or
+    above) and its config files, its common folder's too (a worktree's `commondir`); None outside one."""
+    for folder in (root, *root.parents):
+        dotgit = folder / ".git"
+        gitdir: Path | None = dotgit if dotgit.is_dir() else None
+        if gitdir is None and dotgit.is_file():
+            with contextlib.suppress(OSError, ValueError):
+                text = dotgit.read_text(encoding="utf-8", errors="replace")[:4096]
+                if text.startswith("gitdir:"):
+                    gitdir = folder / text[len("gitdir:") :].strip()
+        if gitdir is None:
+            continue
+        found = [gitdir / "config", gitdir / "config.worktree"]
+        with contextlib.suppress(OSError, ValueError):
+            found.append(
+                gitdir / (gitdir / "commondir").read_text(encoding="utf-8", errors="replace").strip() / "config"
+            )
+        return folder, found
+    return None
+
+
+def _config_values(text: str) -> Iterator[tuple[str, str]]:
+    """(`section[.subsection].key`, value) of each entry of a git config's text, the section and key folded, the value
+    unquoted and its comment left out (a section header in another case, a value on the header's line: as git reads;
+    a continued line is read as its first)."""
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            end = line.find("]")
+            header = line[1:end].strip() if end > 0 else ""
+            first, _space, sub = header.partition(" ")
+            section = first.casefold() + (f".{sub.strip().strip(chr(34))}" if sub.strip() else "")
+            line = line[end + 1 :].strip() if end > 0 else ""
+        key, equals, value = line.partition("=")
+        if not section or not equals or not key.strip():
+            continue
+        unquoted, quoted = [], False
+        for char in value.strip():
+            if char == '"':
+                quoted = not quoted
+            elif char in "#;" and not quoted:
+                break
+            else:
+                unquoted.append(char)
+        if "".join(unquoted).strip():
+            yield f"{section}.{key.strip().casefold()}", "".join(unquoted).strip()
+
+
+def _holds_git_marks(folder: Path, written: str) -> bool:
+    """Whether `folder` holds what git looks for to take it for a repository of its own (`is_git_directory`), the entry
+    named `written` (folded) counted: `HEAD`, and `objects` and `refs`, or a `commondir` file naming where those are.
+    Measured with git 2.39: `HEAD`, `objects/` and `refs/` are enough (empty folders, no commit, no `config`); any two
+    of them are not."""
+
+    def has(mark: str) -> bool:
+        return written == mark or os.path.lexists(folder / ("HEAD" if mark == "head" else mark))
+
+    return has("head") and ((has("objects") and has("refs")) or has("commondir"))
 
 
 def program_directory(path: Path, search_path: str | None = None, roots: Sequence[Path] = ()) -> str | None:
@@ -437,12 +660,6 @@ def _login_directories(home: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _relatives(path: Path, roots: Sequence[Path]) -> list[str]:
-    """`path` relative to every root holding it, deepest first (its own text when none does)."""
-    holders = sorted((r for r in roots if path == r or path.is_relative_to(r)), key=lambda r: -len(r.parts))
-    return [path.relative_to(root).as_posix() for root in holders] or [path.as_posix()]
-
-
 def shell_protected(
     parts: Iterable[SimpleCommand],
     cwd: Path,
@@ -468,7 +685,7 @@ def shell_protected(
     replaces or copies whole is searched for the protected names it holds (`_tree_search`).
     """
     data = protected_paths()
-    inside = _protected_or_holder(cwd, roots)
+    inside = _protected_or_holder(cwd)
     if inside is not None:
         # the command runs inside a protected directory (`dir_path`), where any file it makes
         # without naming a path (`nohup.out`, a URL's name) is protected, as after `cd .vscode`
@@ -816,7 +1033,7 @@ def _names_protected_from(
 ) -> str | None:
     joined = cwd / word
     lexical = Path(posixpath.normpath(str(joined)))
-    hit = _protected_or_holder(lexical, roots)
+    hit = _protected_or_holder(lexical) or git_configured(lexical, roots)
     if hit is not None:
         return hit
     try:
@@ -825,7 +1042,7 @@ def _names_protected_from(
     except (OSError, ValueError):
         return None
     for real in sorted(reals - {lexical}):
-        hit = _protected_or_holder(real, roots)
+        hit = _protected_or_holder(real) or git_configured(real, roots)
         if hit is not None:
             return f"a link to {relative_to_roots(real, roots)}, {hit}"
     # a credential file under any name: a hard link to `~/.netrc` is `n` to the patterns, and an allowed `cat n`
@@ -1335,15 +1552,14 @@ def _holds_credential(real: Path, known: Sequence[tuple[Path, Path]]) -> Path | 
     return next((path for path, resolved in known if resolved.is_relative_to(real) or path.is_relative_to(real)), None)
 
 
-def _protected_or_holder(path: Path, roots: Sequence[Path]) -> str | None:
-    hit = protected_path(path, roots)
+def _protected_or_holder(path: Path) -> str | None:
+    """The protected pattern the real absolute `path` matches, or the protected directory it is (`protected_path`:
+    a workspace or include directory that is `.vscode` or `.config/git` runs a command in one)."""
+    hit = protected_path(path)
     if hit is not None:
         return hit
-    for relative in _relatives(path, roots):
-        holder = protected_paths().match_holder(relative) if relative not in ("", ".") else None
-        if holder is not None:
-            return f"a directory protected paths are in, {holder}"
-    return None
+    holder = protected_paths().match_holder(path.as_posix())
+    return None if holder is None else f"a directory protected paths are in, {holder}"
 
 
 def _git_verb(part: SimpleCommand) -> tuple[str, list[str]] | None:
@@ -1617,6 +1833,10 @@ def _tree_search(
         return None
     scope.searched.add(key)
     pending = [(real, relative_to_roots(Path(real), scope.roots), "")]
+    # Each entry is judged on its label, relative to its root, unless a root's own place may begin a protected path
+    # (`~/.config`, a `.git`: `_protected_or_holder`), when on its whole path (`protected_path`). Exactly as the whole
+    # path, at a third of the cost: a pattern's search costs with every `/` of the text, 10,000 entries at most.
+    whole = any(_protected_or_holder(root) for root in scope.roots if Path(real).is_relative_to(root))
     while pending:
         directory, label, inner = pending.pop()
         try:
@@ -1626,18 +1846,18 @@ def _tree_search(
                     if scope.entries_left < 0:
                         return f"{operand}, which holds too many entries to search (over {TREE_CHECK_MAX_ENTRIES:,})"
                     relative = posixpath.join(label, entry.name)
-                    hit = protected_paths().match(relative)
+                    hit = protected_paths().match(entry.path if whole else relative)
                     if hit is not None:
                         return f"{relative}, a protected path ({hit})"
                     written = posixpath.join(inner, entry.name)
                     for landing in into:
                         lands = Path(os.path.realpath(landing / written))
-                        hit = protected_path(lands, scope.roots)
+                        hit = protected_path(lands)
                         if hit is not None:
                             shown = relative_to_roots(lands, scope.roots)
                             return f"{relative} over a link that leads to {shown}, a protected path ({hit})"
                     if entry.is_symlink():
-                        hit = _link_leads(entry.path, scope.roots)
+                        hit = _link_leads(entry.path)
                         if hit is not None:
                             return f"{relative}, a link to {hit}"
                     elif entry.is_dir(follow_symlinks=False):
@@ -1665,9 +1885,9 @@ def protected_links(roots: Sequence[Path], limit: int = LINK_SCAN_MAX_ENTRIES) -
         for root, entry, link in _files_under(roots, limit):
             if link:
                 relative = Path(entry.path).relative_to(root).as_posix()
-                if _link_leads(entry.path, roots) is not None:
+                if _link_leads(entry.path) is not None:
                     found.append(relative)
-                elif data.match(relative) is not None or data.match_holder(relative) is not None:
+                elif data.match(entry.path) is not None or data.match_holder(entry.path) is not None:
                     found.extend(_link_target(entry.path, roots))
     except _TooMany:
         return None
@@ -1817,6 +2037,8 @@ def linked_from_protected(
 class _Link:
     relative: str
     """The protected link (or a link that holds protected paths: `.vscode -> conf/vscode`), relative to its root."""
+    path: str
+    """The same, absolute: what the patterns judge (`protected_path`)."""
     leads: tuple[int, int] | None
     """What it leads to, by device and inode; None when that is not there yet."""
     dangling: Path | None
@@ -1865,8 +2087,9 @@ class LinkSearch:
             candidates = [(link, leads) for key, leads in reached.items() for link in links.get(key, ())]
             candidates += [(link, path) for link in links.get(path, ())]
             for link, leads in candidates:
-                name = link.relative if leads == path else f"{link.relative}/{path.relative_to(leads).as_posix()}"
-                hit = data.match(name)
+                tail = "" if leads == path else f"/{path.relative_to(leads).as_posix()}"
+                name = link.relative + tail
+                hit = data.match(link.path + tail)
                 if hit is not None:
                     return f"it is {name} ({hit}) through the link {link.relative}"
         # Past the index's bound only the search beside the file (above) applies: asking every write there would
@@ -1908,24 +2131,24 @@ class LinkSearch:
         data = protected_paths()
         base = relative_to_roots(directory, self.roots)
         prefix = "" if base in ("", ".") else f"{base}/"
-        every = data.match(prefix + _PROBE_NAME) is not None  # inside `.git/**`: each entry is protected
+        every = data.match(f"{directory}/{_PROBE_NAME}") is not None  # inside `.git/**`: each entry is protected
         for entry in listed:
             if not every and not _may_be_protected(entry.name):  # most entries: no pattern's search (26 us each)
                 continue
             relative = prefix + entry.name
-            protected = data.match(relative)
+            protected = data.match(entry.path)
             if entry.is_symlink():
-                if protected is None and data.match_holder(relative) is None:
+                if protected is None and data.match_holder(entry.path) is None:
                     continue
                 try:
                     info = os.stat(entry.path)
-                    found.append(_Link(relative, (info.st_dev, info.st_ino), None))
+                    found.append(_Link(relative, entry.path, (info.st_dev, info.st_ino), None))
                 except FileNotFoundError:  # dangling: it leads to the file once the file is written
                     with contextlib.suppress(OSError, ValueError):
-                        found.append(_Link(relative, None, Path(os.path.realpath(entry.path))))
+                        found.append(_Link(relative, entry.path, None, Path(os.path.realpath(entry.path))))
                 except (OSError, ValueError):
                     continue
-            elif depth < 2 and entry.is_dir(follow_symlinks=False) and (protected or data.match_holder(relative)):
+            elif depth < 2 and entry.is_dir(follow_symlinks=False) and (protected or data.match_holder(entry.path)):
                 why = self._scan(Path(entry.path), depth + 1, found)
                 if why is not None:
                     return why
@@ -1964,16 +2187,18 @@ def deep_protected_targets(roots: Sequence[Path]) -> dict[Path, str] | None:
             except OSError:
                 continue
             left -= len(listed)
-            # inside `.git/**` each entry is protected; a folder is looked up only when its name may be one
+            # inside `.git/**` each entry is protected; a folder is looked up only when its name may be one, a root
+            # always (it may itself be in one: an include directory `.git/hooks`)
             every = inside or (
-                prefix != "" and _may_be_protected(prefix[:-1].rsplit("/", 1)[-1]) and data.match(prefix + _PROBE_NAME)
+                (prefix == "" or _may_be_protected(os.path.basename(directory)))
+                and data.match(f"{directory}/{_PROBE_NAME}")
             )
             for entry in listed:
                 if entry.is_symlink():
                     if not every and not _may_be_protected(entry.name):  # most links: no pattern's search
                         continue
                     relative = prefix + entry.name
-                    if data.match(relative) is not None or data.match_holder(relative) is not None:
+                    if data.match(entry.path) is not None or data.match_holder(entry.path) is not None:
                         with contextlib.suppress(OSError, ValueError):
                             found.setdefault(Path(os.path.realpath(entry.path)), relative)
                 elif entry.is_dir(follow_symlinks=False):
@@ -2001,8 +2226,10 @@ def _last_names() -> tuple[frozenset[str], re.Pattern[str]]:
 
 
 def _may_be_protected(name: str) -> bool:
+    """Whether a pattern may name an entry called `name` (a quick look before the patterns' search), in the form the
+    patterns are matched in (`_folded_name`: a link `.envr<U+200C>c` is `.envrc` on HFS+, round 36)."""
     names, wild = _last_names()
-    folded = name.casefold()
+    folded = _folded_name(name)
     return folded in names or wild.match(folded) is not None
 
 
@@ -2033,7 +2260,7 @@ def _link_target(link: str, roots: Sequence[Path]) -> list[str]:
     return [real.relative_to(max(holders, key=lambda r: len(r.parts))).as_posix()]
 
 
-def _link_leads(path: str, roots: Sequence[Path]) -> str | None:
+def _link_leads(path: str) -> str | None:
     """The protected path or directory a link in a searched tree leads to, from where it is or from
     wherever a copy puts it (its text, `../.git`), or None: a later write through it lands there."""
     try:
@@ -2041,15 +2268,7 @@ def _link_leads(path: str, roots: Sequence[Path]) -> str | None:
         real = Path(os.path.realpath(path))
     except (OSError, ValueError):
         return None
-    lexical = posixpath.normpath(text)
-    data = protected_paths()
-    hit = (
-        _protected_or_holder(Path(lexical), roots)
-        if posixpath.isabs(lexical)
-        else data.match(lexical) or data.match_holder(lexical)
-    )
-    if hit is None:
-        hit = _protected_or_holder(real, roots)
+    hit = _protected_or_holder(Path(posixpath.normpath(text))) or _protected_or_holder(real)
     return None if hit is None else f"{text} ({hit})"
 
 

@@ -47,7 +47,7 @@ from unified.tools._base import (
 )
 from unified.tools._custom import function_tool
 from unified.tools._ignore import WALK_VETO
-from unified.tools._paths import Workspace, echoed, spelled
+from unified.tools._paths import Workspace, echoed, shown_name, shown_prompt, shown_reason, spelled
 from unified.tools._policy import (
     ALIASES,
     DEFAULT_TIER,
@@ -604,7 +604,9 @@ class ToolRuntime:
         if self._ask is None:
             why = f"{verdict.doubt}; " if verdict.doubt else ""
             return decided("deny", f"{why}it needs approval and nobody can answer in this non-interactive run")
-        summary = _summary(tool, args) + (f"\nIt writes a protected path: {guarded}." if guarded else "")
+        written = await self._written_elsewhere(tool, args, (judged or {}).get("path"))
+        protected = f"\nIt writes a protected path: {guarded}." if guarded else ""
+        summary = shown_prompt(_summary(tool, args) + written + protected)
         request = PermissionRequest(call, tool, summary)
         async with self._ask_lock:
             try:
@@ -629,6 +631,30 @@ class ToolRuntime:
                 return decided("allow", "the user allowed it with a changed input", decided_by="user", input=changed)
             return decided("allow", "the user allowed it once", decided_by="user")
         return decided("deny", "the user denied it", decided_by="user", message=message)
+
+    async def _written_elsewhere(
+        self, tool: str, args: Mapping[str, Any], judged: Path | _files.Unresolved | None
+    ) -> str:
+        """A line of a permission prompt naming the file an edit tool's call writes when its argument, as written,
+        names another (a link on the way: `notes.md -> src/auth.py`; a `file://` URL), or nothing. The tool writes
+        the file the path reaches; the prompt named the argument alone, so a person approved `notes.md` and
+        `src/auth.py` was overwritten (round 36). `judged`: the real path the protected-path check judged, which the
+        tool writes or nothing (a link swapped since is refused), when it judged one."""
+        spec = self._tools.get(tool)
+        raw = args.get("file_path")
+        if spec is None or spec.kind != "edit" or not isinstance(raw, str):
+            return ""
+        if isinstance(judged, Path):
+            real = judged
+        else:
+            try:
+                real = await anyio.to_thread.run_sync(self.workspace.real_path, raw, abandon_on_cancel=True)
+            except (ToolError, OSError):  # the tool refuses it too
+                return ""
+        if spelled(raw) == raw and real == Path(posixpath.normpath(self.workspace.root / plain_path(raw))):
+            return ""  # the file it names as written, absolute or not
+        form = _reach.reached_form(self.workspace.root, real, False)
+        return f"\nIt writes {shown_name(form)}, where {echoed(raw)} leads."
 
     def _veto(self, tool: str, args: Mapping[str, Any], event: PermissionDecision) -> _reach.Veto | None:
         """What leaves an entry out of this call's walk (search, glob, tree of a folder): each entry the policy would
@@ -702,7 +728,25 @@ async def protected_write(
     their own settings, memory and instructions there, and unified's tools, which would refuse it, cannot
     vouch for it), and the path is judged as the kernel reads it (links, then `..`) and as a program that
     normalises it first does (`..`, then links): `.vscode/lnk/../tasks.json` is `.vscode/tasks.json` to
-    Claude Code whatever `lnk` leads to."""
+    Claude Code whatever `lnk` leads to.
+
+    The reason is one line, each character that breaks a line or hides escaped (`shown_reason`): it repeats a
+    command's words and a link's target as written, which a repository may name (`out<LF>Error: ...`)."""
+    reason = await _protected_reason(tool, args, workspace, search_path, judged, edit=edit, elsewhere=elsewhere)
+    return None if reason is None else shown_reason(reason)
+
+
+async def _protected_reason(
+    tool: str,
+    args: Mapping[str, Any],
+    workspace: Workspace,
+    search_path: str,
+    judged: dict[str, Path | _files.Unresolved] | None,
+    *,
+    edit: bool,
+    elsewhere: bool,
+) -> str | None:
+    """`protected_write`'s reason, as the checks word it."""
     if edit and isinstance(args.get("file_path"), str):
         raw = args["file_path"]
         candidates = []
@@ -720,11 +764,14 @@ async def protected_write(
         if judged is not None:
             judged["path"] = candidates[0]
         for path in candidates:
-            pattern = _protected.protected_path(path, workspace.roots) or _protected.program_directory(
+            pattern = _protected.protected_path(path) or _protected.program_directory(
                 path, search_path, workspace.roots
             )
             if pattern is not None:
                 return f"{workspace.display(path)} is a protected path ({pattern}): writing it changes what runs later"
+            repository = await anyio.to_thread.run_sync(_protected.git_configured, path, workspace.roots)
+            if repository is not None:
+                return f"{workspace.display(path)} is a protected path: {repository}"
             # unified's own tools write a new file and rename it over the name; a backend's write in place
             reached = await anyio.to_thread.run_sync(_reached_by_write, path, workspace.roots, elsewhere)
             if reached is not None:
