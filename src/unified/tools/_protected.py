@@ -392,12 +392,13 @@ def relative_to_roots(path: Path, roots: Sequence[Path]) -> str:
     return path.relative_to(root).as_posix()
 
 
-def protected_path(path: Path) -> str | None:
+def protected_path(path: Path, roots: Sequence[Path] = ()) -> str | None:
     """The protected-path pattern the real absolute `path` matches, judged on the whole path whatever root it was
     reached from. A pattern matches at any depth, so this is every root's relative judgement and more: judged only
     relative to its root, a path lost the root's own place (round 36: with the include directory `~/.config`,
     `git/config` there was written unasked in auto_edit; so was `config` in a workspace that is a repository's
-    `.git`, or `pre-commit` in one that is its `.git/hooks`)."""
+    `.git`, or `pre-commit` in one that is its `.git/hooks`). `roots`, which the path was judged relative to
+    before, is still taken so that a caller of that public form keeps working; it changes nothing."""
     return protected_paths().match(path.as_posix())
 
 
