@@ -628,8 +628,11 @@ def _dump_views(text: str) -> list[tuple[str, list[int], bool]]:
     hex every 16 bytes in `xxd`, and the key every 16 characters in `od -c`), folded, with where each character stands
     in `text`; `True`: a match replaces the dump's lines whole. A line read as bytes and a text column is also read
     whole (round 30: `hexdump -d`'s `   25963   15737` is no text column after two spaces)."""
+    lines = _dump_lines(text)
+    if not lines:  # most text (every streamed delta, round 38): no columns to make and read
+        return []
     columns: tuple[tuple[list[str], list[int]], ...] = (([], []), ([], []), ([], []))
-    for rest, line_end in _dump_lines(text):
+    for rest, line_end in lines:
         line = text[rest:line_end]
         columns_of = _dump_columns(line)
         if columns_of is None:
