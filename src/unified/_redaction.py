@@ -441,13 +441,15 @@ class Redactor:
         """The length of the longest end of `text` that begins some secret (without being all of
         it): what a stream must hold back until the next piece shows whether the secret follows;
         0 when that end is shorter than `least`. With `least` of `SPLIT_HOLD_MIN` or more, such an end
-        finishes with `least` characters of a secret, looked up (`_ends`): one look-up a piece, where a
-        search for the secrets' first `least` characters took 15 us a streamed delta of 125 characters
+        finishes with `SPLIT_HOLD_MIN` characters of a secret, looked up (`_ends`): one look-up a piece,
+        where a search for the secrets' first characters took 15 us a streamed delta of 125 characters
         against a key's 69 `loose` forms (`loose_hold`), and skipped an end that began inside a failed
-        one (a key of `aaaaB...`, `zaaaaaaB` shown whole: round 38)."""
+        match (a key of `aaaaB...` after `zaaaaaaB` was not held: round 38)."""
         if least >= SPLIT_HOLD_MIN and self.held:
             size = len(text)
-            for length, value in self._ends(least).get(text[-least:], ()):  # longest first
+            for length, value in self._ends.get(text[-SPLIT_HOLD_MIN:], ()):  # longest first
+                if length < least:
+                    return 0
                 if length <= size and text.startswith(value[:length], size - length):
                     return length
             return 0
@@ -464,18 +466,16 @@ class Redactor:
                 at = text.find(value[0], at + 1)
         return best if best >= least else 0
 
-    @functools.lru_cache(maxsize=4)  # noqa: B019 (a few Redactors, cached themselves, each with one `least`)
-    def _ends(self, least: int) -> dict[str, list[tuple[int, str]]]:
-        """Each `least` characters that end a beginning of a held secret (`least` long or longer, not all of it), with
-        the length of each such beginning and its secret, longest first: what `partial_suffix` looks a text's end up
-        in."""
+    @functools.cached_property
+    def _ends(self) -> dict[str, tuple[tuple[int, str], ...]]:
+        """Each `SPLIT_HOLD_MIN` characters that end a beginning of a held secret (that long or longer, not all of it),
+        with the length of each such beginning and its secret, longest first: what `partial_suffix` looks a text's end
+        up in. Kept with the Redactor, as `_loose_index` is (a key's 69 `loose` forms: about 5,000 entries)."""
         ends: dict[str, list[tuple[int, str]]] = {}
         for value in self.held:
-            for length in range(least, len(value)):
-                ends.setdefault(value[length - least : length], []).append((length, value))
-        for found in ends.values():
-            found.sort(key=lambda item: -item[0])
-        return ends
+            for length in range(SPLIT_HOLD_MIN, len(value)):
+                ends.setdefault(value[length - SPLIT_HOLD_MIN : length], []).append((length, value))
+        return {end: tuple(sorted(found, key=lambda item: -item[0])) for end, found in ends.items()}
 
     def partial_prefix(self, text: str) -> int:
         """The length of the longest beginning of `text` that ends some secret (without being all of
