@@ -448,16 +448,18 @@ class Redactor:
     def partial_suffix(self, text: str, least: int = 1) -> int:
         """The length of the longest end of `text` that begins some secret (without being all of
         it): what a stream must hold back until the next piece shows whether the secret follows;
-        0 when that end is shorter than `least`. With `least` of 4 or more, one search for the
-        secrets' first `least` characters finds where to look (a streamed key's 11 forms: 1.2 us a
-        piece, where a loop over each took 3.8 us; `SplitGuard`)."""
+        0 when that end is shorter than `least`. With `least` of `SPLIT_HOLD_MIN` or more, such an end
+        finishes with `SPLIT_HOLD_MIN` characters of a secret, looked up (`_ends`): one look-up a piece,
+        where a search for the secrets' first characters took 15 us a streamed delta of 125 characters
+        against a key's 69 `loose` forms (`loose_hold`), and skipped an end that began inside a failed
+        match (a key of `aaaaB...` after `zaaaaaaB` was not held: round 38)."""
         if least >= SPLIT_HOLD_MIN and self.held:
-            heads, longest = self._heads(least)
             size = len(text)
-            for match in heads.finditer(text, max(0, size - longest + 1)):
-                at = match.start()
-                if any(len(v) > size - at and v.startswith(text[at:]) for v in self.held):
-                    return size - at
+            for length, value in self._ends.get(text[-SPLIT_HOLD_MIN:], ()):  # longest first
+                if length < least:
+                    return 0
+                if length <= size and text.startswith(value[:length], size - length):
+                    return length
             return 0
         best = 0
         for value in self.held:
@@ -472,11 +474,16 @@ class Redactor:
                 at = text.find(value[0], at + 1)
         return best if best >= least else 0
 
-    @functools.lru_cache(maxsize=4)  # noqa: B019 (a few Redactors, cached themselves, each with one `least`)
-    def _heads(self, least: int) -> tuple[re.Pattern[str], int]:
-        """The held secrets' first `least` characters as one alternation, and the longest secret's length."""
-        heads = sorted({v[:least] for v in self.held}, key=len, reverse=True)
-        return re.compile("|".join(map(re.escape, heads))), max(map(len, self.held))
+    @functools.cached_property
+    def _ends(self) -> dict[str, tuple[tuple[int, str], ...]]:
+        """Each `SPLIT_HOLD_MIN` characters that end a beginning of a held secret (that long or longer, not all of it),
+        with the length of each such beginning and its secret, longest first: what `partial_suffix` looks a text's end
+        up in. Kept with the Redactor, as `_loose_index` is (a key's 69 `loose` forms: about 5,000 entries)."""
+        ends: dict[str, list[tuple[int, str]]] = {}
+        for value in self.held:
+            for length in range(SPLIT_HOLD_MIN, len(value)):
+                ends.setdefault(value[length - SPLIT_HOLD_MIN : length], []).append((length, value))
+        return {end: tuple(sorted(found, key=lambda item: -item[0])) for end, found in ends.items()}
 
     def partial_prefix(self, text: str) -> int:
         """The length of the longest beginning of `text` that ends some secret (without being all of
@@ -537,8 +544,10 @@ _LOOSE_MIN = 16
 """A folded form shorter than this is not looked for: a secret of punctuation mostly folds to too little to tell."""
 _GRAM = 8
 """The length of the pieces of the `loose` forms `Redactor._holds_loose` looks up before it searches for them."""
-_GRAMS_FROM = 64
-"""A folded text this long is looked up by its pieces first (`Redactor._holds_loose`); a shorter one searched."""
+_GRAMS_FROM = 36
+"""A folded text this long is looked up by its pieces first (`Redactor._holds_loose`); a shorter one searched. Since
+round 32 a key has 69 forms (the base85 family's fold to 28 characters and more): a folded text of 36 to 64 characters,
+a streamed delta's, searched for each form that fits took 1.5-3 us, looked up 0.7-1.5 (round 38)."""
 _NESTED_MAX = 3
 """How deep `Redactor._blocks_holding` reads blocks inside blocks; one deeper still is replaced (fail closed)."""
 _XXD_TEXT = re.compile(r"([0-9A-Fa-f]{2,}(?: [0-9A-Fa-f]{2,})*) {2,}(.+)")
@@ -627,8 +636,11 @@ def _dump_views(text: str) -> list[tuple[str, list[int], bool]]:
     hex every 16 bytes in `xxd`, and the key every 16 characters in `od -c`), folded, with where each character stands
     in `text`; `True`: a match replaces the dump's lines whole. A line read as bytes and a text column is also read
     whole (round 30: `hexdump -d`'s `   25963   15737` is no text column after two spaces)."""
+    lines = _dump_lines(text)
+    if not lines:  # most text (every streamed delta, round 38): no columns to make and read
+        return []
     columns: tuple[tuple[list[str], list[int]], ...] = (([], []), ([], []), ([], []))
-    for rest, line_end in _dump_lines(text):
+    for rest, line_end in lines:
         line = text[rest:line_end]
         columns_of = _dump_columns(line)
         if columns_of is None:
