@@ -9,7 +9,7 @@ import stat
 from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sniffio
 from anyio.from_thread import start_blocking_portal
@@ -33,7 +33,7 @@ from unified.conversations import CONTINUE_PROMPT, Conversation, TextPart, UserT
 from unified.errors import ConfigurationError, RoutingError, SessionNotFound, UnifiedError
 from unified.events import Failover, JsonValue, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
-from unified.types import ExecuteParams, Fallback, ImageInput, image_type
+from unified.types import BackendOptions, ExecuteParams, Fallback, ImageInput, image_type
 
 if TYPE_CHECKING:
     from unified._sessions.stores import FileSessionStore
@@ -656,10 +656,17 @@ def _held(item: object) -> list[object]:
     return held
 
 
-_SNAPSHOT_FIELDS = ("backend_options", "fallback", "mcp_servers", "history")
-"""The fields of `ExecuteParams` that hold mutable containers: options and environments (dicts), a conversation's
-turns and parts (lists) and a call's arguments. The others are strings, numbers, paths and tuples of frozen models,
-or objects of the caller's own that the run uses as they are (`session_store`, `on_user_input`)."""
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+_SNAPSHOT_FIELDS = ("mcp_servers", "history")
+"""The fields of `ExecuteParams`, besides `backend_options` and `fallback` (`_options_unshared`), that hold mutable
+containers: an MCP server's environment and headers (dicts), a conversation's turns and parts (lists) and a call's
+arguments. The others are strings, numbers, paths and tuples of frozen models, or objects of the caller's own that the
+run uses as they are (`session_store`, `on_user_input`)."""
+
+_SINK_OPTIONS = frozenset({"transcript", "acp_transcript"})
+"""The `backend_options` a run writes to: the caller's own lists (`unified._binary.options.TranscriptOption`, which
+the options' parse keeps by identity too), never copied."""
 
 
 def _snapshot(params: ExecuteParams) -> ExecuteParams:
@@ -668,13 +675,31 @@ def _snapshot(params: ExecuteParams) -> ExecuteParams:
     between `execute()` and the first event ran what `check_params` never saw (bad input round 24: a cwd that does
     not exist, an empty prompt, a fallback that is the backend itself, all taken). Its containers are copied, not the
     objects they hold (a credentials object, a client, a callback stay the caller's), and a model's fields set stay as
-    they were (`model_dump(exclude_unset=True)` reads them). Measured: ~3 us for the usual params, most of it the
-    one shallow copy of the model; a 300-turn history adds ~1 ms, a fifth of `check_params`' own walk of it."""
+    they were (`model_dump(exclude_unset=True)` reads them). Measured: ~3.5 us for the usual params, most of it the
+    one shallow copy of the model; ~20 us with options, an MCP server and a fallback of their own; a 300-turn history
+    adds ~1 ms, a fifth of `check_params`' own walk of it."""
     kept = params.model_copy()
     fields = kept.__dict__
     for name in _SNAPSHOT_FIELDS:
         fields[name] = _unshared(fields[name], limits.MAX_JSON_DEPTH)
+    fields["backend_options"] = _options_unshared(params.backend_options)
+    if params.fallback:
+        fields["fallback"] = tuple(
+            _with_fields(target, {"backend_options": _options_unshared(target.backend_options)})
+            if isinstance(target, Fallback)
+            else target
+            for target in params.fallback
+        )
     return kept
+
+
+def _options_unshared(options: dict[str, object] | BackendOptions) -> dict[str, object] | BackendOptions:
+    """`backend_options` with their containers copied (`_unshared`) but the run's sinks (`_SINK_OPTIONS`)."""
+    given = options if isinstance(options, dict) else options.__dict__
+    copied = {
+        key: value if key in _SINK_OPTIONS else _unshared(value, limits.MAX_JSON_DEPTH) for key, value in given.items()
+    }
+    return copied if isinstance(options, dict) else _with_fields(options, copied)
 
 
 def _unshared(value: object, depth: int) -> object:
@@ -692,10 +717,16 @@ def _unshared(value: object, depth: int) -> object:
     if isinstance(value, set):
         return set(value)
     if isinstance(value, BaseModel):
-        copied = value.model_copy()  # its fields set kept: `model_copy(update=...)` would mark each as given
-        copied.__dict__.update({name: _unshared(item, depth - 1) for name, item in value.__dict__.items()})
-        return copied
+        return _with_fields(value, {name: _unshared(item, depth - 1) for name, item in value.__dict__.items()})
     return value
+
+
+def _with_fields(model: ModelT, fields: dict[str, object]) -> ModelT:
+    """`model` (frozen or not) with `fields` in place of its own, the fields it was given unchanged:
+    `model_copy(update=...)` would mark each as given."""
+    copied = model.model_copy()
+    copied.__dict__.update(fields)
+    return copied
 
 
 class EventStream(AsyncIterator[UnifiedEvent]):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
@@ -218,3 +218,24 @@ def test_a_named_backend_repeated_as_its_fallback_is_still_refused(capsys: pytes
     """Pin (round 22): a backend named by the caller and again as its fallback is refused before anything runs."""
     done = in_process(capsys, "run", "hi", "--backend", "codex", "--fallback", "codex")
     _assert_one_error_line(done, EXIT_BAD_INPUT, "fallback names codex, the backend itself")
+
+
+def test_every_option_a_run_writes_to_is_kept_by_the_snapshot() -> None:
+    """Pin: the options a run appends to (a transcript list, kept by identity by the options' own parse) are the
+    ones the snapshot leaves the caller's: a copy of one recorded nothing (`unified record` wrote an empty cassette,
+    tests/security/test_secrets_round2.py)."""
+    from unified._adapters.claude_code._options import ClaudeCodeOptions
+    from unified._adapters.codex._options import CodexOptions
+    from unified._adapters.gemini_cli._options import GeminiCliOptions
+    from unified._adapters.generate_content._options import GenerateContentOptions
+    from unified._adapters.interactions._options import InteractionsOptions
+    from unified._binary.options import TranscriptOption
+    from unified._execute import _SINK_OPTIONS, _snapshot
+
+    [same_list] = get_args(TranscriptOption)[1:]
+    models = (ClaudeCodeOptions, CodexOptions, GeminiCliOptions, GenerateContentOptions, InteractionsOptions)
+    sinks = {name for model in models for name, field in model.model_fields.items() if same_list in field.metadata}
+    assert sinks == _SINK_OPTIONS
+    transcript: list[dict[str, Any]] = []
+    params = ExecuteParams(prompt="hi", backend_options={"transcript": transcript, "env": {"A": "1"}})
+    assert _snapshot(params).backend_options["transcript"] is transcript  # type: ignore[index]

@@ -27,7 +27,7 @@ from unified import _limits as limits
 from unified._redaction import Redactor, clip, given_secrets, redactor, secret_values
 from unified._text import one_line
 from unified.tools._base import InlineData, Progress, ToolError, ToolOutput, ToolSpec
-from unified.tools._mcp_transport import FaultWatch, capped_http_client, capped_stdio
+from unified.tools._mcp_transport import FaultWatch, answers_checked, capped_http_client, capped_stdio
 from unified.tools._policy import function_name
 from unified.types import HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
@@ -97,7 +97,7 @@ def _client(server: McpServer, faults: FaultWatch, clean: Redactor) -> Client:
         target = sse_client(
             server.url, headers=dict(server.headers), timeout=server.timeout_s, httpx_client_factory=factory
         )
-    return Client(target, read_timeout_seconds=server.timeout_s, message_handler=faults)
+    return Client(answers_checked(target), read_timeout_seconds=server.timeout_s, message_handler=faults)
 
 
 async def _serve(
