@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from unified._files import read_regular
+from unified._files import current_directory, read_regular
 from unified._redaction import REDACTED, redact_mapping
 from unified._sessions.records import SessionStore
 from unified._text import nearest
@@ -286,7 +286,7 @@ class ExecuteParams(BaseModel):
         default=None, description="The model, e.g. `gemini-2.5-flash`; None: the backend's default (docs/backends/)."
     )
     cwd: _Directory = Field(
-        default_factory=Path.cwd,
+        default_factory=current_directory,
         description="The agent's working directory: where its tools run and its session is filed. Must exist.",
     )
     resume: str | None = Field(default=None, description="A session's short id, unique prefix or full id.")

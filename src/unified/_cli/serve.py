@@ -196,8 +196,12 @@ def _load(path: Path, loader: Callable[[Path], _Script]) -> _Script:
     """A script file, or a `ServeError` saying in one line why it is not one."""
     if not path.is_file():
         raise ServeError(f"{path}: {not_a_file(path)}")
+    from unified.testing._yaml import MalformedYaml
+
     try:
         return loader(path)
+    except MalformedYaml as exc:
+        raise ServeError(f"{exc.at(path)}; fix the script, or play another") from exc
     except (ValueError, KeyError, TypeError, OSError) as exc:  # pydantic's ValidationError is a ValueError
         raise ServeError(f"{path}: not a script this fake can play ({_first_problem(exc)})") from exc
 
