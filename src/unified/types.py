@@ -59,6 +59,18 @@ _ReprArgs = Iterable[tuple[str | None, Any]]
 """What pydantic's `__repr_args__` yields: (field name, value) pairs."""
 
 
+def _no_flag(value: object) -> object:
+    """A bool is refused where a number goes: `max_turns=True` ran one turn and `idle_timeout_s=True` timed out after
+    a second of silence (pydantic reads True as 1), where the caller meant a flag of its own (`max_turns=args.quick`)
+    (bad input round 24). A number in a string is taken still: it is a number."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value} is a flag (a bool), not a number: give the number itself")
+    return value
+
+
+_Count = Annotated[int, BeforeValidator(_no_flag)]
+_Seconds = Annotated[float, BeforeValidator(_no_flag)]
+
 _MCP_TIMEOUT = "Longest wait for one answer of the server, in seconds."
 """Finite and above 0 (the field's bounds): NaN or infinity failed a codex run's start with an untyped ValueError
 from deep inside (its config takes whole seconds), and 0 or less timed out every call at once."""
@@ -102,7 +114,7 @@ class StdioMcpServer(_Frozen):
     args: tuple[str, ...] = Field(default=(), description="Its arguments.")
     env: dict[str, str] = Field(default_factory=dict, description="Variables added to its environment.")
     cwd: Path | None = Field(default=None, description="Where it starts (None: the run's `cwd`).")
-    timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
+    timeout_s: _Seconds = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
 
 
 class _UrlMcpServer(_Frozen):
@@ -132,7 +144,7 @@ class HttpMcpServer(_UrlMcpServer):
     name: str = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
     url: str = Field(description="The server's streamable HTTP endpoint.")
     headers: dict[str, str] = Field(default_factory=dict, description="Sent with every request (never logged).")
-    timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
+    timeout_s: _Seconds = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
 
 
 class SseMcpServer(_UrlMcpServer):
@@ -142,7 +154,7 @@ class SseMcpServer(_UrlMcpServer):
     name: str = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
     url: str = Field(description="The server's SSE endpoint.")
     headers: dict[str, str] = Field(default_factory=dict, description="Sent with every request (never logged).")
-    timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
+    timeout_s: _Seconds = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
 
 
 McpServer = Annotated[StdioMcpServer | HttpMcpServer | SseMcpServer, Field(discriminator="type")]
@@ -156,7 +168,7 @@ class ThinkingConfig(_Frozen):
     honour the one given says so with a `warning` event.
     """
 
-    budget: int | None = Field(
+    budget: _Count | None = Field(
         default=None, ge=-1, description="Thinking tokens (Gemini 2.5): -1 dynamic, 0 off where the model allows it."
     )
     level: Literal["minimal", "low", "medium", "high"] | None = Field(
@@ -331,12 +343,12 @@ class ExecuteParams(BaseModel):
     include_directories: tuple[_Directory, ...] = Field(
         default=(), description="More directories the agent may work in, besides `cwd`."
     )
-    max_turns: int | None = Field(
+    max_turns: _Count | None = Field(
         default=None,
         ge=1,
         description="Stop after this many model turns (`result.status` `max_turns`); None: no limit.",
     )
-    idle_timeout_s: float | None = Field(
+    idle_timeout_s: _Seconds | None = Field(
         default=180.0,
         gt=0,
         allow_inf_nan=False,
@@ -344,7 +356,7 @@ class ExecuteParams(BaseModel):
         "local tool call or waiting for the user does not count); None turns the check off (infinity is refused: "
         "None says it).",
     )
-    total_timeout_s: float | None = Field(
+    total_timeout_s: _Seconds | None = Field(
         default=None,
         gt=0,
         allow_inf_nan=False,
@@ -356,8 +368,12 @@ class ExecuteParams(BaseModel):
         description="Answers permission prompts and questions: an async function from `UserInputRequest` to "
         "`UserInputResponse`. None: nobody answers (a call that needs an answer is denied).",
     )
-    user_input_timeout_s: float = Field(
-        default=300.0, gt=0, description="Longest one answer of `on_user_input` may take; then it counts as none."
+    user_input_timeout_s: _Seconds = Field(
+        default=300.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Longest one answer of `on_user_input` may take; then it counts as none (infinity is refused: a "
+        "handler that never answers would hold the run for good).",
     )
     system_instruction: str | None = Field(
         default=None, description="Replaces the backend's system prompt (the gemini CLI's whole one); None: its own."

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 import pytest
+from pydantic import ValidationError
 
 from tests.foundation.test_bad_input_round21 import BAD_KEY, QUOTA, _answers, _events, _options
 from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line
@@ -239,3 +240,45 @@ def test_every_option_a_run_writes_to_is_kept_by_the_snapshot() -> None:
     transcript: list[dict[str, Any]] = []
     params = ExecuteParams(prompt="hi", backend_options={"transcript": transcript, "env": {"A": "1"}})
     assert _snapshot(params).backend_options["transcript"] is transcript  # type: ignore[index]
+
+
+# --- a flag where a number goes, and a wait without end -------------------------------------------------------------
+
+FLAGS: dict[str, tuple[dict[str, Any], str]] = {
+    "max_turns": ({"max_turns": True}, "max_turns"),
+    "idle_timeout_s": ({"idle_timeout_s": True}, "idle_timeout_s"),
+    "total_timeout_s": ({"total_timeout_s": False}, "total_timeout_s"),
+    "user_input_timeout_s": ({"user_input_timeout_s": True}, "user_input_timeout_s"),
+    "thinking.budget": ({"thinking": {"budget": False}}, "thinking.budget"),
+    "mcp timeout_s": (
+        {"mcp_servers": [{"type": "stdio", "name": "s", "command": "x", "timeout_s": True}]},
+        "mcp_servers.0.stdio.timeout_s",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(FLAGS))
+def test_a_bool_where_a_number_goes_is_refused(case: str, tmp_path: Path) -> None:
+    """FAILED before: pydantic read True as 1 and False as 0: `max_turns=True` ran one turn, `idle_timeout_s=True`
+    timed the run out after a second of silence, `thinking={"budget": False}` turned thinking off, an MCP server's
+    `timeout_s=True` gave it a second. A flag of the caller's own passed by mistake now says so."""
+    fields, where = FLAGS[case]
+    with pytest.raises(ValidationError) as caught:
+        ExecuteParams(prompt="hi", cwd=tmp_path, **fields)
+    [error] = caught.value.errors()
+    assert ".".join(str(part) for part in error["loc"]) == where
+    assert "is a flag (a bool), not a number: give the number itself" in error["msg"]
+
+
+def test_numbers_and_none_are_taken_as_before(tmp_path: Path) -> None:
+    """Pin: a number, a number in a string (a config file's) and None still read as they did."""
+    params = ExecuteParams(prompt="hi", cwd=tmp_path, max_turns="5", idle_timeout_s=None, total_timeout_s=2)
+    assert (params.max_turns, params.idle_timeout_s, params.total_timeout_s) == (5, None, 2.0)
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan")], ids=["inf", "nan"])
+def test_a_user_input_timeout_without_end_is_refused(value: float, tmp_path: Path) -> None:
+    """FAILED before: infinity was taken (the run's other bounds refuse it), and a handler that never answers held the
+    run for good; NaN was refused as "Input should be greater than 0", which says nothing of what was wrong."""
+    with pytest.raises(ValidationError, match="user_input_timeout_s\n  Input should be a finite number"):
+        ExecuteParams(prompt="hi", cwd=tmp_path, user_input_timeout_s=value)

@@ -190,3 +190,43 @@ def test_a_script_that_shares_a_little_still_loads(tmp_path: Path) -> None:
     )
     loaded = Script.from_file(script)
     assert [turn.grounding for turn in loaded.turns] == [{"webSearchQueries": ["x"]}] * 2  # type: ignore[union-attr]
+
+
+# --- JSON scripts ---------------------------------------------------------------------------------------------------
+
+_RECORDED = '{"method": "generateContent", "response": {"candidates": []}}'
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [("script.json", '{"turns": [{"kind": "model", "text": "hi"}]}'), ("script.responses", _RECORDED + "\n")],
+    ids=["json", "responses"],
+)
+def test_a_script_saved_with_a_byte_order_mark_plays(name: str, text: str, tmp_path: Path) -> None:
+    """FAILED before: a `.json` script an editor saved with a BOM was "Invalid JSON: expected value at line 1 column
+    1" and a `.responses` one "Unexpected UTF-8 BOM", where the same script in YAML played (and a replayed
+    transcript's BOM is read past)."""
+    from unified.testing import Script
+
+    script = tmp_path / name
+    script.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert len(Script.from_file(script).turns) == 1
+
+
+@pytest.mark.parametrize(
+    ("third", "said"),
+    [
+        ('{"method": oops}', "(line 3, column 12: not JSON (Expecting value))"),
+        ("[1, 2]", "(line 3: Input should be a valid dictionary or instance of RecordedTurn)"),
+    ],
+    ids=["not-json", "not-a-turn"],
+)
+def test_a_bad_line_of_a_recording_is_named_by_its_number(
+    third: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """FAILED before: "Expecting value: line 1 column 12 (char 11)" of line 3 (each line is parsed alone), and
+    pydantic's words with no line at all."""
+    script = tmp_path / "run.responses"
+    script.write_text(f"{_RECORDED}\n{_RECORDED}\n{third}\n")
+    done = in_process(capsys, "serve", str(script))
+    _assert_one_error_line(done, EXIT_BAD_INPUT, f"{script}: not a script this fake can play {said}")
