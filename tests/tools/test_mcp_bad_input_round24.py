@@ -141,3 +141,34 @@ async def test_excluded_tools_make_room_and_a_second_server_is_said_apart(
     assert problem.message.startswith(
         f"MCP server 'two': {600 - kept} of its 600 tools were left out ('mcp__two__t{kept}'"
     )
+
+
+# --- an HTTP error status as the server starts ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "said"),
+    [
+        (
+            401,
+            {},
+            "HTTP 401 Unauthorized: it refused the request's credentials; check the server's headers (its token)",
+        ),
+        (429, {"Retry-After": "30"}, "HTTP 429 Too Many Requests: it is rate limiting; start the run again later (it "),
+        (503, {}, "HTTP 503 Service Unavailable: the server failed; check that it is up and working"),
+    ],
+    ids=["401", "429", "503"],
+)
+async def test_an_http_error_status_is_named_with_what_to_do(
+    tmp_path: Path, status: int, headers: dict[str, str], said: str
+) -> None:
+    """FAILED before: each was "MCP server 'web' failed to start: MCPError: Server returned an error response" alone,
+    the SDK's words, which named no status and said nothing to do. Now the status follows, with what to do."""
+    with Answering([], Answer(status, b"no", "text/plain", headers)) as server:
+        async with ToolRuntime(tmp_path) as runtime:
+            [problem] = await runtime.connect_mcp(
+                [HttpMcpServer(name="web", url=f"{server.base_url}/mcp", timeout_s=_TIMEOUT_S)]
+            )
+    assert problem.message.startswith(
+        f"MCP server 'web' failed to start: MCPError: Server returned an error response ({said}"
+    )

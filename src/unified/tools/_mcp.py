@@ -83,7 +83,7 @@ def _client(server: McpServer, faults: FaultWatch, clean: Redactor) -> Client:
     if isinstance(server, StdioMcpServer):
         target = capped_stdio(server, clean)
     elif isinstance(server, HttpMcpServer):
-        http = capped_http_client(server.name, dict(server.headers))
+        http = capped_http_client(server.name, dict(server.headers), faults=faults)
         target = streamable_http_client(server.url, http_client=http)
     elif isinstance(server, SseMcpServer):
 
@@ -92,7 +92,7 @@ def _client(server: McpServer, faults: FaultWatch, clean: Redactor) -> Client:
             timeout: httpx2.Timeout | None = None,
             auth: httpx2.Auth | None = None,
         ) -> httpx2.AsyncClient:
-            return capped_http_client(server.name, headers, timeout, auth)
+            return capped_http_client(server.name, headers, timeout, auth, faults)
 
         target = sse_client(
             server.url, headers=dict(server.headers), timeout=server.timeout_s, httpx_client_factory=factory
@@ -205,4 +205,8 @@ async def connect_server(server: McpServer, stack: AsyncExitStack, secrets: Sequ
             client, tools = await tg.start(_serve, server, faults, clean)
     except TimeoutError:
         raise TimeoutError(f"no answer within {server.timeout_s:g} s") from None
+    except Exception as exc:
+        if faults.refusal is not None:  # said after the error: "... (HTTP 429 Too Many Requests: it is rate ...)"
+            exc.add_note(faults.refusal)
+        raise
     return [_spec(server.name, client, tool, faults) for tool in tools]

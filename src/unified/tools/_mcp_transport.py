@@ -285,12 +285,19 @@ class _CappedStream(httpx2.AsyncByteStream):
 
 
 def capped_http_client(
-    name: str, headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: Any = None
+    name: str,
+    headers: dict[str, str] | None = None,
+    timeout: httpx2.Timeout | None = None,
+    auth: Any = None,
+    faults: FaultWatch | None = None,
 ) -> httpx2.AsyncClient:
-    """The SDK's MCP HTTP client (httpx2), with every body and SSE event metered (`EventTooLarge`)."""
+    """The SDK's MCP HTTP client (httpx2), with every body and SSE event metered (`EventTooLarge`), and each
+    answer of an HTTP error status noted in `faults` (`FaultWatch.refusal`)."""
     client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
 
     async def meter(response: httpx2.Response) -> None:
+        if faults is not None:  # the last answer's: a 404 to a probe the SDK then falls back from is no refusal
+            faults.refusal = _refusal(response) if response.status_code >= 400 else None
         if isinstance(response.stream, httpx2.AsyncByteStream):
             counter = EventMeter(f"MCP server {name!r}", limits.MCP_MAX_MESSAGE_BYTES, limits.MAX_JSON_CONTAINERS)
             response.stream = _CappedStream(response.stream, counter)
@@ -299,13 +306,32 @@ def capped_http_client(
     return client
 
 
+def _refusal(response: httpx2.Response) -> str:
+    """What an HTTP error status of an MCP server says, and what to do about it."""
+    status = response.status_code
+    said = f"HTTP {status} {response.reason_phrase}".rstrip()
+    if status in (401, 403):
+        return f"{said}: it refused the request's credentials; check the server's headers (its token)"
+    if status == 429:
+        wait = response.headers.get("retry-after", "").strip()
+        later = f" (it asks for {clip(wait, 40)} s)" if wait.isdigit() else ""
+        return f"{said}: it is rate limiting; start the run again later{later}"
+    if status >= 500:
+        return f"{said}: the server failed; check that it is up and working"
+    return f"{said}: check the server's url"
+
+
 class FaultWatch:
-    """The session's message handler: a fault of the transport fails the calls in flight."""
+    """The session's message handler: a fault of the transport fails the calls in flight. `refusal`: the HTTP error
+    status of an HTTP or SSE server's last answer, said (`capped_http_client`); None when it was no error. A server
+    that fails to start gets it as a note of its error (`connect_server`): the SDK's error of a 401, a 429 or a 503
+    was "Server returned an error response" alone (bad input round 24)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._waiters: set[anyio.Event] = set()
         self.fault: str | None = None
+        self.refusal: str | None = None
 
     async def __call__(self, message: Any) -> None:
         if isinstance(message, Exception):

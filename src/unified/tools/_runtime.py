@@ -449,7 +449,8 @@ class ToolRuntime:
                 # its own URL's credentials and headers too: an HTTP client's error quotes the URL whole
                 clean = redactor(extra=(*self._secrets, *mcp.server_secrets(server)))
                 # on one line: an HTTP client's error runs on ("...\nRedirect location: '/'\nFor more information ...")
-                reason = clean(one_line(f"{type(cause).__name__}: {cause}"))
+                notes = "; ".join(getattr(exc, "__notes__", ()))  # what the server answered (`connect_server`)
+                reason = clean(one_line(f"{type(cause).__name__}: {cause}" + (f" ({notes})" if notes else "")))
                 if isinstance(server, StdioMcpServer) and str(cause) == "Connection closed":  # the mcp SDK's words
                     reason += f" ({CLOSED_BEFORE_ANSWERING})"
                 errors.append(McpConnectError(server.name, f"MCP server {server.name!r} failed to start: {reason}"))
