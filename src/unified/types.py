@@ -105,16 +105,53 @@ class BackendOptions(BaseModel):
         return list(shown.items()) if isinstance(shown, dict) else []
 
 
+def _named_server(name: str) -> str:
+    """A server's name is the middle of its tools' names (`mcp__<name>__<tool>`): an empty one was taken, and its
+    tools offered as `mcp____<tool>`, which no rule or excluded_tools entry of the caller's names (round 24)."""
+    if not name.strip():
+        raise ValueError("an MCP server's name is empty: give it a name (its tools are offered as mcp__<name>__<tool>)")
+    return name
+
+
+_ServerName = Annotated[str, AfterValidator(_named_server)]
+
+
+def _exec_problem(server: StdioMcpServer) -> str | None:
+    """Why `server`'s command, arguments or environment cannot be given to a program, or None: the start failed
+    with Python's own "ValueError: embedded null byte" or "illegal environment variable name", naming neither the
+    server's field nor what to do (round 24). No value is quoted: an env value may be a secret."""
+    if not server.command.strip():
+        return "its command is empty: name the program to start"
+    if "\0" in server.command or any("\0" in arg for arg in server.args):
+        return "its command or one of its args holds a NUL byte, which no program's arguments can"
+    for name, value in server.env.items():
+        if not name or "=" in name or "\0" in name:
+            return "its env has a variable name no environment can hold (empty, or with '=' or a NUL byte)"
+        if "\0" in value:
+            return f"the value of its env variable {name!r} holds a NUL byte, which no environment can"
+    return None
+
+
 class StdioMcpServer(_Frozen):
     """An MCP server started as a subprocess speaking JSON-RPC on stdio."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, hide_input_in_errors=True)
+    """Its input not in an error: its env may hold a token (`_can_start` refuses it whole)."""
+
     type: Literal["stdio"] = "stdio"
-    name: str = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
+    name: _ServerName = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
     command: str = Field(description="The program to start.")
     args: tuple[str, ...] = Field(default=(), description="Its arguments.")
     env: dict[str, str] = Field(default_factory=dict, description="Variables added to its environment.")
     cwd: Path | None = Field(default=None, description="Where it starts (None: the run's `cwd`).")
     timeout_s: _Seconds = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
+
+    @model_validator(mode="after")
+    def _can_start(self) -> StdioMcpServer:
+        problem = _exec_problem(self)
+        if problem is not None:
+            raise ValueError(f"MCP server {self.name!r}: {problem}")
+        return self
 
 
 class _UrlMcpServer(_Frozen):
@@ -141,7 +178,7 @@ class HttpMcpServer(_UrlMcpServer):
     """An MCP server reached over streamable HTTP."""
 
     type: Literal["http"] = "http"
-    name: str = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
+    name: _ServerName = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
     url: str = Field(description="The server's streamable HTTP endpoint.")
     headers: dict[str, str] = Field(default_factory=dict, description="Sent with every request (never logged).")
     timeout_s: _Seconds = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
@@ -151,7 +188,7 @@ class SseMcpServer(_UrlMcpServer):
     """An MCP server reached over the older HTTP+SSE transport."""
 
     type: Literal["sse"] = "sse"
-    name: str = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
+    name: _ServerName = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
     url: str = Field(description="The server's SSE endpoint.")
     headers: dict[str, str] = Field(default_factory=dict, description="Sent with every request (never logged).")
     timeout_s: _Seconds = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)

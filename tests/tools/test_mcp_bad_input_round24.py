@@ -172,3 +172,42 @@ async def test_an_http_error_status_is_named_with_what_to_do(
     assert problem.message.startswith(
         f"MCP server 'web' failed to start: MCPError: Server returned an error response ({said}"
     )
+
+
+# --- a stdio server no program can be started as ----------------------------------------------------------------------
+
+_SECRET = "sk-round24-not-a-real-token-0123456789"
+
+UNSTARTABLE: dict[str, tuple[dict[str, Any], str]] = {
+    "empty-command": ({"command": " "}, "MCP server 'srv': its command is empty: name the program to start"),
+    "nul-in-args": ({"args": ("a\x00b",)}, "its command or one of its args holds a NUL byte"),
+    "nul-in-env-name": ({"env": {"A\x00": "b"}}, "its env has a variable name no environment can hold"),
+    "equals-in-env-name": ({"env": {"A=B": "c"}}, "its env has a variable name no environment can hold"),
+    "nul-in-env-value": (
+        {"env": {"TOKEN": f"{_SECRET}\x00"}},
+        "the value of its env variable 'TOKEN' holds a NUL byte, which no environment can",
+    ),
+    "empty-name": ({"name": ""}, "an MCP server's name is empty: give it a name"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNSTARTABLE))
+def test_a_stdio_server_that_cannot_be_started_is_refused_where_it_is_described(case: str) -> None:
+    """FAILED before: each was taken, and the run's start said Python's words ("ValueError: embedded null byte",
+    "illegal environment variable name", the command '' not on the PATH), naming no field; an empty name offered
+    its tools as `mcp____<tool>`. Now a ValidationError naming what is wrong, never an env value."""
+    from pydantic import ValidationError
+
+    fields, said = UNSTARTABLE[case]
+    with pytest.raises(ValidationError) as caught:
+        StdioMcpServer(**{"name": "srv", "command": sys.executable, **fields})
+    assert said in str(caught.value)
+    assert _SECRET not in str(caught.value)
+
+
+def test_an_http_server_of_no_name_is_refused_too() -> None:
+    """FAILED before: taken (its tools `mcp____<tool>`)."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="an MCP server's name is empty"):
+        HttpMcpServer(name=" ", url="http://127.0.0.1:9/mcp")
