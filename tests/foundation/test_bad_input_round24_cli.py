@@ -230,3 +230,25 @@ def test_a_bad_line_of_a_recording_is_named_by_its_number(
     script.write_text(f"{_RECORDED}\n{_RECORDED}\n{third}\n")
     done = in_process(capsys, "serve", str(script))
     _assert_one_error_line(done, EXIT_BAD_INPUT, f"{script}: not a script this fake can play {said}")
+
+
+@pytest.mark.usefixtures("gone")
+def test_a_relative_data_dir_in_a_deleted_directory_is_said_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FAILED before: `unified sessions list` with `UNIFIED_DATA_DIR=rel` ended "unexpected FileNotFoundError ... (a
+    bug in unified ...)", exit 70 (the store's root and codex's home made absolute against the deleted directory).
+    Now the backends whose sessions are under it are said not available, and why."""
+    monkeypatch.setenv("UNIFIED_DATA_DIR", "rel")
+    done = in_process(capsys, "sessions", "list")
+    assert "bug in unified" not in done.stderr
+    assert "are not available: the current directory no longer exists" in done.stderr
+
+
+@pytest.mark.usefixtures("gone")
+def test_a_relative_store_root_in_a_deleted_directory_is_a_configuration_error() -> None:
+    """FAILED before: a bare FileNotFoundError from `Path.absolute()`."""
+    from unified.sessions import FileSessionStore
+
+    with pytest.raises(ConfigurationError, match="the current directory no longer exists"):
+        FileSessionStore("sessions")
