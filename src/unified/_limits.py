@@ -18,9 +18,11 @@ __all__ = [
     "MAX_CALLS_PER_TURN",
     "MAX_CONVERSATION_BYTES",
     "MAX_CONVERSATION_VALUES",
+    "MAX_DECLARED_TOOLS",
     "MAX_EVENT_BYTES",
     "MAX_JSON_CONTAINERS",
     "MAX_JSON_DEPTH",
+    "MAX_MCP_DECLARATION_BYTES",
     "MAX_PARTS_PER_TURN",
     "MAX_PATCH_FILES",
     "MAX_SESSION_HEADER_BYTES",
@@ -160,6 +162,19 @@ BACKGROUND_LOG_MAX_BYTES = 8 * 1024 * 1024
 
 MCP_MAX_MESSAGE_BYTES = MAX_EVENT_BYTES
 """Largest message an MCP server may send (one stdio line, one HTTP body or SSE event)."""
+
+MAX_DECLARED_TOOLS = 500
+"""Most tools one run of an API backend declares to the model, its own and its MCP servers' together: the Gemini
+API takes at most 512 function declarations in a request (FIELD-NOTES seeds 004, "Limits"; its guide advises 10-20
+active), and unified may add one more of its own after the MCP tools (the `delegate` tool of subagents), so 500
+leaves room. An MCP server's tools past it are left out, in its order, with a warning naming them: a server listing
+10,000 tools had them all declared (2.5 MB in every request), which the API refuses at the first turn."""
+
+MAX_MCP_DECLARATION_BYTES = 512 * 1024
+"""Most bytes (JSON) of MCP tool declarations (name, description, input schema) one run sends the model: they go in
+every request, and 512 KiB is some 130,000 tokens of each turn's input, more than a model's whole context on the
+smaller ones. The tool that would pass it, and every later one, is left out with a warning, as for
+`MAX_DECLARED_TOOLS`."""
 
 # --- search and walks -------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ __all__ = [
     "choose_one_of",
     "escaped",
     "escapes_surrogates",
+    "first_problem",
     "found_json",
     "json_type",
     "loaded_well_formed",
@@ -164,3 +165,18 @@ def one_line(text: str) -> str:
     for line in filter(None, (line.strip() for line in text.splitlines())):
         joined += ((" " if joined.endswith(":") else "; ") + line) if joined else line
     return joined
+
+
+def first_problem(exc: Exception) -> str:
+    """What is wrong, in one line: a ValidationError's first line is only "1 validation error for Script", so its
+    first error is named by where it is and what it says (`turns.0.model.text: Input should be a valid string`);
+    another error's first line, or its type's name when it says nothing."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError) and exc.errors():
+        errors = exc.errors(include_url=False)
+        where = ".".join(str(part) for part in errors[0]["loc"])
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return f"{where}: {errors[0]['msg']}{more}" if where else f"{errors[0]['msg']}{more}"
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -509,7 +509,7 @@ class Conversation(BaseModel):
             if not any(error["type"] in _REWORDED for error in errors):
                 raise
             hidden = [
-                {**error, "ctx": {**error.get("ctx", {}), "tag": "..."}}
+                {**error, "type": _unknown_tag(error)}
                 if error["type"] == "union_tag_invalid"
                 else {**error, "loc": (*error["loc"][:-1], "..."), "type": _unknown_field(len(error["loc"]) == 1)}
                 if error["type"] == "extra_forbidden"
@@ -554,6 +554,19 @@ def _wrong_value(error: ErrorDetails) -> PydanticCustomError:
         "wrong_value",
         "found {found}, where the format has {expected}",
         {"found": found_json(error["input"]), "expected": expected},
+    )
+
+
+def _unknown_tag(error: ErrorDetails) -> PydanticCustomError:
+    """A turn's `role` or a part's `type` this format has not, in words that say what to do: pydantic's "Input tag
+    '...' found using 'type' does not match any of the expected tags" (its tag hidden) left a reader of a newer
+    unified's export, whose parts may be of a new type, guessing (bad input round 24). The tag is not shown."""
+    ctx = error.get("ctx", {})
+    return PydanticCustomError(
+        "union_tag_invalid",
+        "a {field} this unified does not read (not shown: it may hold a key); it reads {expected}. A newer unified "
+        "may have written it: upgrade unified to read it, or drop that part",
+        {"field": str(ctx.get("discriminator", "tag")).strip("'"), "expected": ctx.get("expected_tags", "")},
     )
 
 

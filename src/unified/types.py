@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from unified._files import read_regular
+from unified._files import current_directory, read_regular
 from unified._redaction import REDACTED, redact_mapping
 from unified._sessions.records import SessionStore
 from unified._text import nearest
@@ -59,6 +59,18 @@ _ReprArgs = Iterable[tuple[str | None, Any]]
 """What pydantic's `__repr_args__` yields: (field name, value) pairs."""
 
 
+def _no_flag(value: object) -> object:
+    """A bool is refused where a number goes: `max_turns=True` ran one turn and `idle_timeout_s=True` timed out after
+    a second of silence (pydantic reads True as 1), where the caller meant a flag of its own (`max_turns=args.quick`)
+    (bad input round 24). A number in a string is taken still: it is a number."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value} is a flag (a bool), not a number: give the number itself")
+    return value
+
+
+_Count = Annotated[int, BeforeValidator(_no_flag)]
+_Seconds = Annotated[float, BeforeValidator(_no_flag)]
+
 _MCP_TIMEOUT = "Longest wait for one answer of the server, in seconds."
 """Finite and above 0 (the field's bounds): NaN or infinity failed a codex run's start with an untyped ValueError
 from deep inside (its config takes whole seconds), and 0 or less timed out every call at once."""
@@ -93,16 +105,53 @@ class BackendOptions(BaseModel):
         return list(shown.items()) if isinstance(shown, dict) else []
 
 
+def _named_server(name: str) -> str:
+    """A server's name is the middle of its tools' names (`mcp__<name>__<tool>`): an empty one was taken, and its
+    tools offered as `mcp____<tool>`, which no rule or excluded_tools entry of the caller's names (round 24)."""
+    if not name.strip():
+        raise ValueError("an MCP server's name is empty: give it a name (its tools are offered as mcp__<name>__<tool>)")
+    return name
+
+
+_ServerName = Annotated[str, AfterValidator(_named_server)]
+
+
+def _exec_problem(server: StdioMcpServer) -> str | None:
+    """Why `server`'s command, arguments or environment cannot be given to a program, or None: the start failed
+    with Python's own "ValueError: embedded null byte" or "illegal environment variable name", naming neither the
+    server's field nor what to do (round 24). No value is quoted: an env value may be a secret."""
+    if not server.command.strip():
+        return "its command is empty: name the program to start"
+    if "\0" in server.command or any("\0" in arg for arg in server.args):
+        return "its command or one of its args holds a NUL byte, which no program's arguments can"
+    for name, value in server.env.items():
+        if not name or "=" in name or "\0" in name:
+            return "its env has a variable name no environment can hold (empty, or with '=' or a NUL byte)"
+        if "\0" in value:
+            return f"the value of its env variable {name!r} holds a NUL byte, which no environment can"
+    return None
+
+
 class StdioMcpServer(_Frozen):
     """An MCP server started as a subprocess speaking JSON-RPC on stdio."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, hide_input_in_errors=True)
+    """Its input not in an error: its env may hold a token (`_can_start` refuses it whole)."""
+
     type: Literal["stdio"] = "stdio"
-    name: str = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
+    name: _ServerName = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
     command: str = Field(description="The program to start.")
     args: tuple[str, ...] = Field(default=(), description="Its arguments.")
     env: dict[str, str] = Field(default_factory=dict, description="Variables added to its environment.")
     cwd: Path | None = Field(default=None, description="Where it starts (None: the run's `cwd`).")
-    timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
+    timeout_s: _Seconds = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
+
+    @model_validator(mode="after")
+    def _can_start(self) -> StdioMcpServer:
+        problem = _exec_problem(self)
+        if problem is not None:
+            raise ValueError(f"MCP server {self.name!r}: {problem}")
+        return self
 
 
 class _UrlMcpServer(_Frozen):
@@ -129,20 +178,20 @@ class HttpMcpServer(_UrlMcpServer):
     """An MCP server reached over streamable HTTP."""
 
     type: Literal["http"] = "http"
-    name: str = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
+    name: _ServerName = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
     url: str = Field(description="The server's streamable HTTP endpoint.")
     headers: dict[str, str] = Field(default_factory=dict, description="Sent with every request (never logged).")
-    timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
+    timeout_s: _Seconds = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
 
 
 class SseMcpServer(_UrlMcpServer):
     """An MCP server reached over the older HTTP+SSE transport."""
 
     type: Literal["sse"] = "sse"
-    name: str = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
+    name: _ServerName = Field(description="The server's name: its tools are offered as `<name>__<tool>`.")
     url: str = Field(description="The server's SSE endpoint.")
     headers: dict[str, str] = Field(default_factory=dict, description="Sent with every request (never logged).")
-    timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
+    timeout_s: _Seconds = Field(default=30.0, gt=0, allow_inf_nan=False, description=_MCP_TIMEOUT)
 
 
 McpServer = Annotated[StdioMcpServer | HttpMcpServer | SseMcpServer, Field(discriminator="type")]
@@ -156,7 +205,7 @@ class ThinkingConfig(_Frozen):
     honour the one given says so with a `warning` event.
     """
 
-    budget: int | None = Field(
+    budget: _Count | None = Field(
         default=None, ge=-1, description="Thinking tokens (Gemini 2.5): -1 dynamic, 0 off where the model allows it."
     )
     level: Literal["minimal", "low", "medium", "high"] | None = Field(
@@ -286,7 +335,7 @@ class ExecuteParams(BaseModel):
         default=None, description="The model, e.g. `gemini-2.5-flash`; None: the backend's default (docs/backends/)."
     )
     cwd: _Directory = Field(
-        default_factory=Path.cwd,
+        default_factory=current_directory,
         description="The agent's working directory: where its tools run and its session is filed. Must exist.",
     )
     resume: str | None = Field(default=None, description="A session's short id, unique prefix or full id.")
@@ -302,7 +351,7 @@ class ExecuteParams(BaseModel):
         "name alone keeps `model` only for a backend of the same provider and sends no `backend_options`; "
         "a `Fallback` gives them. An unknown backend name ends the run with a `configuration_error` before it starts; "
         "one that is the backend itself (of its model and options) or is named twice is refused "
-        "(`ConfigurationError`).",
+        "(`ConfigurationError`); with `auto`, one that is the backend auto chose is left out, said in a `warning`.",
     )
     failover_on: tuple[_ErrorCodeName, ...] = Field(
         default=FAILOVER_CODES,
@@ -331,12 +380,12 @@ class ExecuteParams(BaseModel):
     include_directories: tuple[_Directory, ...] = Field(
         default=(), description="More directories the agent may work in, besides `cwd`."
     )
-    max_turns: int | None = Field(
+    max_turns: _Count | None = Field(
         default=None,
         ge=1,
         description="Stop after this many model turns (`result.status` `max_turns`); None: no limit.",
     )
-    idle_timeout_s: float | None = Field(
+    idle_timeout_s: _Seconds | None = Field(
         default=180.0,
         gt=0,
         allow_inf_nan=False,
@@ -344,7 +393,7 @@ class ExecuteParams(BaseModel):
         "local tool call or waiting for the user does not count); None turns the check off (infinity is refused: "
         "None says it).",
     )
-    total_timeout_s: float | None = Field(
+    total_timeout_s: _Seconds | None = Field(
         default=None,
         gt=0,
         allow_inf_nan=False,
@@ -356,8 +405,12 @@ class ExecuteParams(BaseModel):
         description="Answers permission prompts and questions: an async function from `UserInputRequest` to "
         "`UserInputResponse`. None: nobody answers (a call that needs an answer is denied).",
     )
-    user_input_timeout_s: float = Field(
-        default=300.0, gt=0, description="Longest one answer of `on_user_input` may take; then it counts as none."
+    user_input_timeout_s: _Seconds = Field(
+        default=300.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Longest one answer of `on_user_input` may take; then it counts as none (infinity is refused: a "
+        "handler that never answers would hold the run for good).",
     )
     system_instruction: str | None = Field(
         default=None, description="Replaces the backend's system prompt (the gemini CLI's whole one); None: its own."

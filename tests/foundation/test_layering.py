@@ -34,10 +34,12 @@ PUBLIC_MODULES = (
 )
 """docs/api.md lists the same modules (checked below)."""
 
-KIT_MAY_IMPORT = {"unified._exports", "unified._redaction", "unified._files"}
-"""Beside the public modules, the test kit may use these three leaves: the `__module__` helper, the
-secret scrubber (a cassette must be scrubbed exactly as the library redacts) and the file checks (a cassette
-that is no regular file is named as the library names one: `not_a_file`, bad input round 20)."""
+KIT_MAY_IMPORT = {"unified._exports", "unified._redaction", "unified._files", "unified._limits", "unified._text"}
+"""Beside the public modules, the test kit may use these leaves: the `__module__` helper, the
+secret scrubber (a cassette must be scrubbed exactly as the library redacts), the file checks (a cassette
+that is no regular file is named as the library names one: `not_a_file`, bad input round 20), the limits (a YAML
+script's aliases are bounded as the library bounds JSON, `MAX_JSON_CONTAINERS`, round 24) and the text helpers (a
+bad line of a script is said as `unified serve` says one, `first_problem`, round 24)."""
 
 
 def _module_name(path: Path) -> str:

@@ -263,12 +263,23 @@ def _root(
     """Drive agent backends (Gemini CLI, generateContent, Interactions, Claude Code, Codex) through one stream."""
 
 
-def _directory(value: str) -> Path:
-    """A `--cwd` as given: an empty one (`--cwd "$DIR"` with DIR unset) is refused, where a Path of it would be `.`
-    and the run would go on in the shell's own directory (`unified.types._named_directory`)."""
-    if not value:
-        raise typer.BadParameter("the directory's name is empty: name a directory, or leave --cwd out for this one")
-    return Path(value)
+def _named_path(refusal: str) -> Callable[[str], Path]:
+    """A typer parser of a path option that refuses an empty one (`--cwd "$DIR"` with DIR unset) with `refusal`,
+    where a Path of it would be `.`: the shell's own directory, unasked (`unified.types._named_directory`)."""
+
+    def parse(value: str) -> Path:
+        if not value:
+            raise typer.BadParameter(refusal)
+        return Path(value)
+
+    return parse
+
+
+_directory = _named_path("the directory's name is empty: name a directory, or leave --cwd out for this one")
+_install_folder = _named_path(  # `--prefix ''` installed the binary into the current directory (round 24)
+    "the folder's name is empty (it would install into the current directory): name a folder, or leave --prefix out "
+    "to install where unified looks"
+)
 
 
 def _choice(values: tuple[str, ...] | Callable[[], tuple[str, ...]]) -> Callable[[str | None], str | None]:
@@ -453,6 +464,18 @@ def _write_line(line: str, *, redacted: bool = True) -> None:
 # --------------------------------------------------------------------------------------------- run
 
 
+def _run_directory(given: Path | None) -> Path:
+    """`--cwd` (or the current directory) as an absolute path, a `~` in it read as a shell reads it: `--cwd '~/proj'`
+    (quoted, or `--cwd=~/proj`, which no shell expands) was resolved as `./~/proj`. A current directory that no longer
+    exists is a `ConfigurationError` (`current_directory`), not a FileNotFoundError out of `resolve()`."""
+    from unified._files import current_directory
+
+    path = given or Path()
+    if path.parts[:1] and path.parts[0].startswith("~"):
+        return path  # `ExecuteParams` expands it, or says whose home is not known here
+    return (path if path.is_absolute() else current_directory() / path).resolve()
+
+
 def _checked_params(
     prompt: str, backend: str, approval_mode: str, cwd: Path | None, approve: bool | None, **fields: Any
 ) -> ExecuteParams:
@@ -471,7 +494,7 @@ def _checked_params(
             prompt=prompt,
             backend=backend,
             approval_mode=cast("ApprovalMode", approval_mode),
-            cwd=(cwd or Path.cwd()).resolve(),
+            cwd=_run_directory(cwd),
             on_user_input=make_user_input_handler(
                 approve, interactive=sys.stdin.isatty(), console=_console(stderr=True)
             ),
@@ -1127,7 +1150,10 @@ def install_command(
         str, typer.Argument(help="The backend whose pinned binary to install: gemini-cli, claude-code or codex.")
     ],
     prefix: Annotated[
-        Path | None, typer.Option(help="Where to install (default: the user data dir, where unified looks).")
+        Path | None,
+        typer.Option(
+            parser=_install_folder, help="Where to install (default: the user data dir, where unified looks)."
+        ),
     ] = None,
 ) -> None:
     """Install a backend's pinned agent binary with npm, where unified finds it. Never global."""
@@ -1144,7 +1170,10 @@ def install_command(
 @app.command("install-gemini")
 def install_gemini_command(
     prefix: Annotated[
-        Path | None, typer.Option(help="Where to install (default: the user data dir, where unified looks).")
+        Path | None,
+        typer.Option(
+            parser=_install_folder, help="Where to install (default: the user data dir, where unified looks)."
+        ),
     ] = None,
 ) -> None:
     """Install the pinned gemini CLI (needs Node.js 20+) with npm, where unified finds it. Never global."""
@@ -1154,7 +1183,10 @@ def install_gemini_command(
 @app.command("install-claude-code")
 def install_claude_code_command(
     prefix: Annotated[
-        Path | None, typer.Option(help="Where to install (default: the user data dir, where unified looks).")
+        Path | None,
+        typer.Option(
+            parser=_install_folder, help="Where to install (default: the user data dir, where unified looks)."
+        ),
     ] = None,
 ) -> None:
     """Install the pinned Claude Code CLI (npm needs Node.js 18+; ~400 MB) where unified finds it. Never global."""

@@ -12,13 +12,13 @@ import collections.abc
 import sys
 import types
 import typing
-from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from unified._files import current_directory
 from unified.types import (
     ExecuteParams,
     HttpMcpServer,
@@ -83,7 +83,7 @@ def type_text(annotation: Any) -> str:
 def _default_text(field: FieldInfo) -> str:
     if field.default_factory is not None:
         factory = field.default_factory
-        if getattr(factory, "__self__", None) is Path and getattr(factory, "__name__", "") == "cwd":
+        if factory is current_directory:
             return "the current directory"
         made = factory()  # type: ignore[call-arg]  # pydantic's factories here take no argument
         return f"`{made!r}`"

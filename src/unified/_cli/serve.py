@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from unified._files import not_a_file
+from unified._text import first_problem
 
 __all__ = [
     "FAKE_SERVERS",
@@ -196,24 +197,14 @@ def _load(path: Path, loader: Callable[[Path], _Script]) -> _Script:
     """A script file, or a `ServeError` saying in one line why it is not one."""
     if not path.is_file():
         raise ServeError(f"{path}: {not_a_file(path)}")
+    from unified.testing._yaml import MalformedYaml
+
     try:
         return loader(path)
+    except MalformedYaml as exc:
+        raise ServeError(f"{exc.at(path)}; fix the script, or play another") from exc
     except (ValueError, KeyError, TypeError, OSError) as exc:  # pydantic's ValidationError is a ValueError
-        raise ServeError(f"{path}: not a script this fake can play ({_first_problem(exc)})") from exc
-
-
-def _first_problem(exc: Exception) -> str:
-    """What is wrong, in one line: a ValidationError's first line is only "1 validation error for Script", so its
-    first error is named by where it is and what it says (`turns.0.model.text: Input should be a valid string`)."""
-    from pydantic import ValidationError
-
-    if isinstance(exc, ValidationError) and exc.errors():
-        errors = exc.errors(include_url=False)
-        where = ".".join(str(part) for part in errors[0]["loc"])
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        return f"{where}: {errors[0]['msg']}{more}" if where else f"{errors[0]['msg']}{more}"
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+        raise ServeError(f"{path}: not a script this fake can play ({first_problem(exc)})") from exc
 
 
 def export_lines(fake: FakeServer, served: ServedFake) -> list[str]:

@@ -15,6 +15,7 @@ from unified._exports import publish
 from unified._redaction import clip
 from unified._sessions.records import SessionStore
 from unified._sessions.stores import FileSessionStore
+from unified._text import well_formed
 from unified.errors import ConfigurationError
 
 __all__ = ["STORE_URL_ENV", "configured_store", "default_store", "store_from_url"]
@@ -28,6 +29,13 @@ def store_from_url(url: str) -> SessionStore:
 
     Raises ConfigurationError for any other scheme, or when the PostgreSQL driver is missing.
     """
+    if well_formed(url) != url:
+        # bytes of the environment that are not UTF-8 (`surrogateescape`): no URL holds them, and percent-decoding
+        # one raised UnicodeEncodeError, `unified sessions list` ending "a bug in unified", exit 70 (round 24)
+        raise ConfigurationError(
+            f"the session store URL holds bytes that are not UTF-8 ({clip(ascii(url), 200)})",
+            hint=f"set {STORE_URL_ENV} in UTF-8, a directory's other bytes percent-encoded (%FF)",
+        )
     scheme = url.partition("://")[0].lower()
     if scheme in ("postgresql", "postgres"):
         return _postgres_store(url)

@@ -59,6 +59,7 @@ from unified._exports import publish
 from unified._files import (
     FSIZE_FIX,
     NotRegularFile,
+    current_directory,
     dangling_link_in_the_way,
     file_in_the_way,
     make_way,
@@ -172,7 +173,8 @@ def _given_root(root: object) -> Path:
             "FileSessionStore's root is empty, which names no directory (it would be the current one)",
             hint="pass the store's directory, or None for the default ($UNIFIED_DATA_DIR/sessions)",
         )
-    return Path(root).expanduser().absolute()
+    path = Path(root).expanduser()
+    return path if path.is_absolute() else current_directory() / path  # a deleted one said so (round 24)
 
 
 _sessions_root = PerEnvironment(_find_sessions_root)

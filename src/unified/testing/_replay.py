@@ -54,6 +54,7 @@ from unified._redaction import clip
 from unified.events import ErrorEvent, Result, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified.testing._fake_acp import cli_home
 from unified.testing._fake_process import FakeAgentProcess
+from unified.testing._yaml import MalformedYaml
 from unified.types import ApprovalMode, BackendName, ExecuteParams, UserInputHandler
 
 __all__ = ["CassetteInfo", "RecordedAnswer", "ReplayDiverged", "ReplayError", "describe", "replay", "replay_events"]
@@ -153,16 +154,10 @@ def describe(path: Path) -> CassetteInfo:
         raise ReplayError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
     except json.JSONDecodeError as exc:
         raise ReplayError(f"{path}: a request body is not JSON: {_json_problem(exc)}") from exc
+    except MalformedYaml as exc:
+        raise ReplayError(exc.at(path)) from exc
     except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
         raise ReplayError(f"{path}: not a cassette of the expected shape ({type(exc).__name__}: {exc})") from exc
-    except Exception as exc:  # yaml.YAMLError: PyYAML is imported only for YAML cassettes
-        if type(exc).__module__.startswith("yaml"):
-            mark = getattr(exc, "problem_mark", None)
-            where = f":{mark.line + 1}" if mark is not None else ""
-            column = f" (column {mark.column + 1})" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or exc
-            raise ReplayError(f"{path}{where}: malformed YAML: {problem}{column}") from exc
-        raise
 
 
 def _json_problem(exc: json.JSONDecodeError) -> str:

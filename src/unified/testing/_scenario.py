@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from unified._exports import publish
+from unified._text import first_problem
 
 __all__ = [
     "ApiMethod",
@@ -410,22 +411,33 @@ class Script(_Model):
         """Load the Gemini CLI's ``--fake-responses`` JSONL (a path, or the text itself).
 
         A line's other keys (older CLIs also recorded the ``request``) are ignored, as the CLI's own
-        loader ignores them.
+        loader ignores them. A file's byte order mark is read past, as `from_file`'s.
         """
-        text = source.read_text(encoding="utf-8") if isinstance(source, Path) else source
-        turns = [RecordedTurn.model_validate(_played(json.loads(line))) for line in text.splitlines() if line.strip()]
+        text = source.read_text(encoding="utf-8-sig") if isinstance(source, Path) else source
+        turns: list[RecordedTurn] = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                turns.append(RecordedTurn.model_validate(_played(json.loads(line))))
+            except json.JSONDecodeError as exc:  # its own words said "line 1" of every line
+                raise ValueError(f"line {number}, column {exc.colno}: not JSON ({exc.msg})") from exc
+            except ValueError as exc:  # pydantic's: no line at all
+                raise ValueError(f"line {number}: {first_problem(exc)}") from exc
         return cls.model_validate({"turns": turns, **options})
 
     @classmethod
     def from_file(cls, path: str | Path) -> Script:
         """Load by suffix: ``.responses``/``.jsonl`` as CLI recordings, ``.json``, ``.yaml``/``.yml``.
 
-        YAML needs PyYAML, imported only here so the fake server itself does not depend on it.
+        YAML needs PyYAML, imported only here so the fake server itself does not depend on it. A byte order mark
+        (an editor's on Windows) is read past in each, as a replayed transcript's is: a `.json` script saved with
+        one was refused as "Invalid JSON: expected value at line 1 column 1" where its YAML twin played (round 24).
         """
         path = Path(path)
         if path.suffix in (".responses", ".jsonl"):
             return cls.from_fake_responses(path)
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
         if path.suffix in (".yaml", ".yml"):
             from unified.testing._yaml import load_yaml
 

@@ -27,7 +27,7 @@ from unified import _limits as limits
 from unified._redaction import Redactor, clip, given_secrets, redactor, secret_values
 from unified._text import one_line
 from unified.tools._base import InlineData, Progress, ToolError, ToolOutput, ToolSpec
-from unified.tools._mcp_transport import FaultWatch, capped_http_client, capped_stdio
+from unified.tools._mcp_transport import FaultWatch, answers_checked, capped_http_client, capped_stdio
 from unified.tools._policy import function_name
 from unified.types import HttpMcpServer, McpServer, SseMcpServer, StdioMcpServer
 
@@ -83,7 +83,7 @@ def _client(server: McpServer, faults: FaultWatch, clean: Redactor) -> Client:
     if isinstance(server, StdioMcpServer):
         target = capped_stdio(server, clean)
     elif isinstance(server, HttpMcpServer):
-        http = capped_http_client(server.name, dict(server.headers))
+        http = capped_http_client(server.name, dict(server.headers), faults=faults)
         target = streamable_http_client(server.url, http_client=http)
     elif isinstance(server, SseMcpServer):
 
@@ -92,12 +92,12 @@ def _client(server: McpServer, faults: FaultWatch, clean: Redactor) -> Client:
             timeout: httpx2.Timeout | None = None,
             auth: httpx2.Auth | None = None,
         ) -> httpx2.AsyncClient:
-            return capped_http_client(server.name, headers, timeout, auth)
+            return capped_http_client(server.name, headers, timeout, auth, faults)
 
         target = sse_client(
             server.url, headers=dict(server.headers), timeout=server.timeout_s, httpx_client_factory=factory
         )
-    return Client(target, read_timeout_seconds=server.timeout_s, message_handler=faults)
+    return Client(answers_checked(target), read_timeout_seconds=server.timeout_s, message_handler=faults)
 
 
 async def _serve(
@@ -205,4 +205,8 @@ async def connect_server(server: McpServer, stack: AsyncExitStack, secrets: Sequ
             client, tools = await tg.start(_serve, server, faults, clean)
     except TimeoutError:
         raise TimeoutError(f"no answer within {server.timeout_s:g} s") from None
+    except Exception as exc:
+        if faults.refusal is not None:  # said after the error: "... (HTTP 429 Too Many Requests: it is rate ...)"
+            exc.add_note(faults.refusal)
+        raise
     return [_spec(server.name, client, tool, faults) for tool in tools]

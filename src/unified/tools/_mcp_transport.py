@@ -12,7 +12,9 @@ of: the call hangs until its timeout. Here:
 - `capped_http_client` is the httpx client of the HTTP and SSE transports, whose bodies and events
   are metered as the API backends' are (`unified._internal.http`);
 - `FaultWatch` is the session's `message_handler`: any other fault of the transport fails the calls
-  in flight (`ToolError`) instead of leaving them to their timeout.
+  in flight (`ToolError`) instead of leaving them to their timeout;
+- `answers_checked` wraps any of them: an answer under an id none of our requests had fails the requests in
+  flight at once (the SDK dropped it, and `initialize` waited out `timeout_s`).
 
 A stdio server's stderr is a pipe of ours, read for as long as it is open (a server never blocks on
 a full pipe), and passed on to our stderr through the run's redactor (`SplitGuard`: a key split
@@ -36,8 +38,10 @@ import anyio.abc
 import httpx2
 import mcp_types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.client._transport import Transport, TransportStreams
 from mcp.client.stdio import get_default_environment
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 
 from unified import _limits as limits
@@ -45,10 +49,17 @@ from unified._executables import why_cannot_run
 from unified._internal.http import EventMeter, EventTooLarge
 from unified._internal.json_head import answer_in_head
 from unified._pgroup import ProcessGroup
-from unified._redaction import Redactor, SplitGuard, redactor
+from unified._redaction import Redactor, SplitGuard, clip, redactor
 from unified.types import StdioMcpServer
 
-__all__ = ["MCP_STDERR_BYTES", "CommandCannotRun", "FaultWatch", "capped_http_client", "capped_stdio"]
+__all__ = [
+    "MCP_STDERR_BYTES",
+    "CommandCannotRun",
+    "FaultWatch",
+    "answers_checked",
+    "capped_http_client",
+    "capped_stdio",
+]
 
 _HEAD = 512
 _STOP_GRACE_S = 2.0
@@ -274,12 +285,19 @@ class _CappedStream(httpx2.AsyncByteStream):
 
 
 def capped_http_client(
-    name: str, headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: Any = None
+    name: str,
+    headers: dict[str, str] | None = None,
+    timeout: httpx2.Timeout | None = None,
+    auth: Any = None,
+    faults: FaultWatch | None = None,
 ) -> httpx2.AsyncClient:
-    """The SDK's MCP HTTP client (httpx2), with every body and SSE event metered (`EventTooLarge`)."""
+    """The SDK's MCP HTTP client (httpx2), with every body and SSE event metered (`EventTooLarge`), and each
+    answer of an HTTP error status noted in `faults` (`FaultWatch.refusal`)."""
     client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
 
     async def meter(response: httpx2.Response) -> None:
+        if faults is not None:  # the last answer's: a 404 to a probe the SDK then falls back from is no refusal
+            faults.refusal = _refusal(response) if response.status_code >= 400 else None
         if isinstance(response.stream, httpx2.AsyncByteStream):
             counter = EventMeter(f"MCP server {name!r}", limits.MCP_MAX_MESSAGE_BYTES, limits.MAX_JSON_CONTAINERS)
             response.stream = _CappedStream(response.stream, counter)
@@ -288,13 +306,32 @@ def capped_http_client(
     return client
 
 
+def _refusal(response: httpx2.Response) -> str:
+    """What an HTTP error status of an MCP server says, and what to do about it."""
+    status = response.status_code
+    said = f"HTTP {status} {response.reason_phrase}".rstrip()
+    if status in (401, 403):
+        return f"{said}: it refused the request's credentials; check the server's headers (its token)"
+    if status == 429:
+        wait = response.headers.get("retry-after", "").strip()
+        later = f" (it asks for {clip(wait, 40)} s)" if wait.isdigit() else ""
+        return f"{said}: it is rate limiting; start the run again later{later}"
+    if status >= 500:
+        return f"{said}: the server failed; check that it is up and working"
+    return f"{said}: check the server's url"
+
+
 class FaultWatch:
-    """The session's message handler: a fault of the transport fails the calls in flight."""
+    """The session's message handler: a fault of the transport fails the calls in flight. `refusal`: the HTTP error
+    status of an HTTP or SSE server's last answer, said (`capped_http_client`); None when it was no error. A server
+    that fails to start gets it as a note of its error (`connect_server`): the SDK's error of a 401, a 429 or a 503
+    was "Server returned an error response" alone (bad input round 24)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._waiters: set[anyio.Event] = set()
         self.fault: str | None = None
+        self.refusal: str | None = None
 
     async def __call__(self, message: Any) -> None:
         if isinstance(message, Exception):
@@ -315,3 +352,64 @@ class FaultWatch:
             yield event
         finally:
             self._waiters.discard(event)
+
+
+@asynccontextmanager
+async def answers_checked(transport: Transport) -> AsyncIterator[TransportStreams]:
+    """`transport`'s streams, with each answer's id checked against the ids of the requests sent: an answer (or an
+    error) under an id no request had, or under none, fails every request in flight at once, saying what came.
+
+    The SDK drops such an answer as one to a request it gave up on, so a server answering `initialize` under the
+    wrong id (a proxy of several servers, a server counting ids its own way) or with an error of no id left the run
+    waiting out the server's `timeout_s` and then said only "no answer" (bad input round 24). An answer to a request
+    we sent and gave up on (a late one) is passed on as before, for the SDK to drop."""
+    sent: set[object] = set()
+    waiting: dict[object, tuple[mcp_types.RequestId, str]] = {}
+    to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    session_writes, to_server = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def outgoing(write: Any) -> None:
+        async with write, to_server:
+            async for message in to_server:
+                request = message.message
+                if isinstance(request, mcp_types.JSONRPCRequest):
+                    key = coerce_request_id(request.id)
+                    sent.add(key)
+                    waiting[key] = (request.id, request.method)
+                await write.send(message)
+
+    async def incoming(read: Any) -> None:
+        async with to_session:
+            async for message in read:
+                answer = getattr(message, "message", None)
+                if isinstance(answer, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)):
+                    key = None if answer.id is None else coerce_request_id(answer.id)
+                    if key is None or key not in sent:
+                        for request_id, method in waiting.values():
+                            await to_session.send(_error_answer(request_id, _stray(answer, request_id, method)))
+                        waiting.clear()
+                        continue
+                    waiting.pop(key, None)
+                await to_session.send(message)
+
+    async with transport as (read, write), anyio.create_task_group() as tg:
+        tg.start_soon(outgoing, write)
+        tg.start_soon(incoming, read)
+        try:
+            yield session_reads, session_writes
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def _stray(
+    answer: mcp_types.JSONRPCResponse | mcp_types.JSONRPCError, request_id: mcp_types.RequestId, method: str
+) -> str:
+    """What an answer under an id no request had says to the request it left waiting."""
+    came = "an answer" if isinstance(answer, mcp_types.JSONRPCResponse) else "an error"
+    under = "with no id" if answer.id is None else f"under id {clip(repr(answer.id), 40, more='…')}"
+    said = f" ({clip(answer.error.message, 200, more='…')!r})" if isinstance(answer, mcp_types.JSONRPCError) else ""
+    return (
+        f"the server sent {came} {under}{said}, which none of our requests had, while its {method} request "
+        f"(id {request_id!r}) waited: it does not follow JSON-RPC, so its answers cannot be matched to the requests; "
+        "fix the server (or what stands in front of it), or leave it out of mcp_servers"
+    )

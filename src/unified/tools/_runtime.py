@@ -193,6 +193,40 @@ class McpConnectError:
     message: str
 
 
+class _DeclarationRoom:
+    """What is left of `MAX_DECLARED_TOOLS` and `MAX_MCP_DECLARATION_BYTES` as MCP tools are declared: once a
+    server's tool does not fit, it and the server's later tools are left out (its order kept: never a tool here and
+    there), and `say` names them in one warning."""
+
+    def __init__(self, declared: int) -> None:
+        self.declared = declared
+        self.bytes = 0
+        self.left_out: list[str] = []
+
+    def takes(self, spec: ToolSpec) -> bool:
+        """Whether `spec` is declared; if not, it is counted among those left out."""
+        if not self.left_out and self.declared < limits.MAX_DECLARED_TOOLS:
+            size = len(json.dumps(spec.declaration("default-legacy")))
+            if self.bytes + size <= limits.MAX_MCP_DECLARATION_BYTES:
+                self.declared += 1
+                self.bytes += size
+                return True
+        self.left_out.append(spec.name)
+        return False
+
+    def say(self, server: str, listed: int) -> str:
+        """The warning for the tools of `server` left out (then none are, for the next server's own)."""
+        shown = ", ".join(repr(name) for name in self.left_out[:5]) + (", …" if len(self.left_out) > 5 else "")
+        said = (
+            f"MCP server {server!r}: {len(self.left_out):,} of its {listed:,} tools were left out ({shown}): a run "
+            f"declares at most {limits.MAX_DECLARED_TOOLS} tools and {limits.MAX_MCP_DECLARATION_BYTES // 1024} KiB "
+            "of MCP tool declarations (the Gemini API takes at most 512 tools); leave out the tools the agent does "
+            "not need (excluded_tools) to make room for these"
+        )
+        self.left_out = []
+        return said
+
+
 def _builtin_tools(files: _files.FileConfig, shell: _shell.ShellConfig) -> list[ToolSpec]:
     def bind(fn: Callable[[Any, Any, Progress], Awaitable[ToolOutput]], config: Any) -> Any:
         return functools.partial(fn, config)
@@ -404,6 +438,7 @@ class ToolRuntime:
         mcp = await import_off_loop("unified.tools._mcp")
 
         errors: list[McpConnectError] = []
+        room = _DeclarationRoom(len(self.tool_names()))
         for server in servers:
             try:
                 specs = await mcp.connect_server(server, self._stack, self._secrets)
@@ -414,7 +449,8 @@ class ToolRuntime:
                 # its own URL's credentials and headers too: an HTTP client's error quotes the URL whole
                 clean = redactor(extra=(*self._secrets, *mcp.server_secrets(server)))
                 # on one line: an HTTP client's error runs on ("...\nRedirect location: '/'\nFor more information ...")
-                reason = clean(one_line(f"{type(cause).__name__}: {cause}"))
+                notes = "; ".join(getattr(exc, "__notes__", ()))  # what the server answered (`connect_server`)
+                reason = clean(one_line(f"{type(cause).__name__}: {cause}" + (f" ({notes})" if notes else "")))
                 if isinstance(server, StdioMcpServer) and str(cause) == "Connection closed":  # the mcp SDK's words
                     reason += f" ({CLOSED_BEFORE_ANSWERING})"
                 errors.append(McpConnectError(server.name, f"MCP server {server.name!r} failed to start: {reason}"))
@@ -428,7 +464,10 @@ class ToolRuntime:
                     left_out = f"its tool {spec.name!r} was left out: {problem}"
                     errors.append(McpConnectError(server.name, f"MCP server {server.name!r}: {left_out}"))
                     continue
-                self.add(spec)
+                if is_excluded(spec.name, self._excluded) or room.takes(spec):  # an excluded tool is not declared
+                    self.add(spec)
+            if room.left_out:
+                errors.append(McpConnectError(server.name, room.say(server.name, len(specs))))
         return errors
 
     def _available(self, name: str) -> ToolSpec | None:

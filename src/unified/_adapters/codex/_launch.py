@@ -44,7 +44,15 @@ from unified._adapters.codex._resources_relay import HEADERS_VARIABLE, URL_VARIA
 from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature, signature
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
-from unified._files import FileTooLarge, make_folder, open_regular, read_regular, read_regular_text, write_atomically
+from unified._files import (
+    FileTooLarge,
+    current_directory,
+    make_folder,
+    open_regular,
+    read_regular,
+    read_regular_text,
+    write_atomically,
+)
 from unified._urls import base_url_refusal
 from unified.errors import BackendUnavailable, ConfigurationError
 from unified.types import ExecuteParams, HttpMcpServer, SseMcpServer, StdioMcpServer
@@ -211,6 +219,8 @@ def codex_home(options: CodexOptions, env: Mapping[str, str]) -> Path:
         return Path(env["UNIFIED_CODEX_HOME"]).expanduser().resolve()
     data = env.get("UNIFIED_DATA_DIR")
     base = Path(data).expanduser() if data else Path(platformdirs.user_data_dir("unified", appauthor=False))
+    if not base.is_absolute():  # relative to a current directory that may be gone: said so (round 24)
+        base = current_directory() / base
     return (base / "codex-home").resolve()
 
 
