@@ -31,8 +31,9 @@ import anyio
 import pytest
 
 from tests.hang_guard import HANG_GUARD_S
+from tests.harness.bare_repository import plant_bare_repository
 from unified import _limits as limits
-from unified.tools import Policy, ToolCall, ToolOutcome, ToolRuntime, _protected
+from unified.tools import PermissionAnswer, PermissionRequest, Policy, ToolCall, ToolOutcome, ToolRuntime, _protected
 from unified.tools import _shell_syntax as syntax
 from unified.tools._paths import Workspace
 from unified.tools._shell import ShellConfig
@@ -201,22 +202,26 @@ async def test_e2e_an_allowed_git_status_does_not_obey_a_bare_repository_the_mod
     """SUCCEEDED before: in auto_edit mode (writes allowed) with a rule allowing `git status`, the model
     writes `x/HEAD`, `x/config` (`core.worktree` + `core.fsmonitor = <command>`; `x/config` is not a
     protected path) and runs `git status` with `dir_path: x`: git took x for a bare repository and
-    ran the command. Now git refuses the repository (safe.bareRepository=explicit)."""
+    ran the command. Now git refuses the repository (safe.bareRepository=explicit). Since round 36 the write that
+    completes such a folder is asked, and so is git run in one (`_protected.git_directory`): the repository is
+    planted here as writes a user approved would leave it, and the user allows the `git status` asked about, so what
+    is pinned is the last layer: git itself does not obey the repository."""
     config = f'[core]\n\tworktree = {ws}\n\tfsmonitor = "touch {ws}/PWNED; false"\n'
+    plant_bare_repository(ws / "x", config)
+    asked: list[PermissionRequest] = []
+
+    async def allow(request: PermissionRequest) -> PermissionAnswer:
+        asked.append(request)
+        return "allow_once"
+
     policy = Policy.default().with_toml(ALLOW_GIT_STATUS)
-    async with ToolRuntime(ws, approval_mode="auto_edit", policy=policy) as rt:
-        outcomes = await rt.run_batch(
-            [
-                ToolCall("1", "write_file", {"file_path": "x/HEAD", "content": "ref: refs/heads/main\n"}),
-                ToolCall("2", "write_file", {"file_path": "x/config", "content": config}),
-                ToolCall("3", "write_file", {"file_path": "x/objects/.keep", "content": ""}),
-                ToolCall("4", "write_file", {"file_path": "x/refs/heads/.keep", "content": ""}),
-                ToolCall("5", "run_shell_command", {"command": "git status", "dir_path": "x"}),
-            ]
-        )
-    assert all(o.decision is not None and o.decision.decision == "allow" for o in outcomes), outcomes
-    assert not (ws / "PWNED").exists(), outcomes[-1].response
-    assert "safe.bareRepository" in str(outcomes[-1].response)
+    async with ToolRuntime(ws, approval_mode="auto_edit", policy=policy, ask=allow) as rt:
+        [outcome] = await rt.run_batch([ToolCall("5", "run_shell_command", {"command": "git status", "dir_path": "x"})])
+    assert [request.tool_name for request in asked] == ["run_shell_command"]
+    assert outcome.decision is not None
+    assert outcome.decision.decision == "allow", outcome
+    assert not (ws / "PWNED").exists(), outcome.response
+    assert "safe.bareRepository" in str(outcome.response)
 
 
 # --- edit_file multiplying a file -------------------------------------------------------------------

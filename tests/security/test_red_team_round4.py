@@ -68,6 +68,7 @@ import anyio
 import pytest
 
 from tests.harness import hostile_mcp_server
+from tests.harness.bare_repository import plant_bare_repository
 from tests.security.rules import allow_prefixes
 from unified.tools import PermissionAnswer, PermissionRequest, Policy, ToolCall, ToolRuntime
 from unified.tools import _shell_syntax as syntax
@@ -112,20 +113,15 @@ async def test_e2e_a_cleared_environment_does_not_reach_a_bare_repository_the_mo
     ws: Path, command: str
 ) -> None:
     """SUCCEEDED before: auto_edit (writes allowed), a rule allowing `git`; the model writes a bare
-    repository as plain files and runs git in it without GIT_CONFIG_COUNT: fsmonitor ran `touch`."""
+    repository as plain files and runs git in it without GIT_CONFIG_COUNT: fsmonitor ran `touch`. Since round 36 the
+    write that completes such a folder is asked, so it is planted as approved writes would leave it."""
     config = f'[core]\n\tbare = false\n\tworktree = {ws}\n\tfsmonitor = "touch {ws}/PWNED; false"\n'
+    plant_bare_repository(ws / "x", config)
     async with ToolRuntime(ws, approval_mode="auto_edit", policy=allow_prefixes("git")) as rt:
-        outcomes = await rt.run_batch(
-            [
-                ToolCall("1", "write_file", {"file_path": "x/HEAD", "content": "ref: refs/heads/main\n"}),
-                ToolCall("2", "write_file", {"file_path": "x/config", "content": config}),
-                ToolCall("3", "write_file", {"file_path": "x/objects/.keep", "content": ""}),
-                ToolCall("4", "write_file", {"file_path": "x/refs/heads/.keep", "content": ""}),
-                ToolCall("5", "run_shell_command", {"command": command, "dir_path": "x"}),
-            ]
-        )
-    assert [o.decision.decision for o in outcomes if o.decision] == ["allow"] * 4 + ["deny"], outcomes
-    assert "nobody can answer" in outcomes[-1].response["error"]
+        [outcome] = await rt.run_batch([ToolCall("5", "run_shell_command", {"command": command, "dir_path": "x"})])
+    assert outcome.decision is not None
+    assert outcome.decision.decision == "deny", outcome
+    assert "nobody can answer" in outcome.response["error"]
     assert not (ws / "PWNED").exists()
 
 
@@ -515,13 +511,12 @@ async def test_e2e_an_allowed_push_does_not_obey_a_repository_the_model_wrote(ws
         f'[core]\n\tbare = false\n\tworktree = {ws / "wt"}\n\tfsmonitor = "touch {ws}/PWNED; false"\n'
         "[receive]\n\tdenyCurrentBranch = updateInstead\n"
     )
-    writes = {"x/HEAD": "ref: refs/heads/main\n", "x/config": config, "x/objects/.keep": "", "x/refs/heads/.keep": ""}
-    writes["wt/.keep"] = ""
+    plant_bare_repository(ws / "x", config)  # as approved writes would leave it: since round 36 they are asked
     async with ToolRuntime(ws, approval_mode="auto_edit", policy=allow_prefixes("git")) as rt:
-        calls = [ToolCall(name, "write_file", {"file_path": name, "content": text}) for name, text in writes.items()]
+        calls = [ToolCall("wt", "write_file", {"file_path": "wt/.keep", "content": ""})]
         calls.append(ToolCall("push", "run_shell_command", {"command": "git push -q x HEAD:refs/heads/main"}))
         outcomes = await rt.run_batch(calls)
-    assert [o.decision.decision for o in outcomes if o.decision] == ["allow"] * len(writes) + ["deny"]
+    assert [o.decision.decision for o in outcomes if o.decision] == ["allow", "deny"]
     assert not (ws / "PWNED").exists()
 
 
