@@ -58,6 +58,20 @@ async def test_a_claude_code_prompt_shows_a_bidi_override_in_a_command(tmp_path:
     assert "\\u202e" in prompt.questions[0].prompt
 
 
+@pytest.mark.parametrize(
+    ("tool", "tool_input"), [("Read", {"file_path": "/etc/pass\u200dwd\u202e"}), ("Glob", {"pattern": "/etc/\u202e*"})]
+)
+async def test_a_read_outside_the_workspace_names_its_path_escaped_in_the_decision(
+    tmp_path: Path, tool: str, tool_input: dict[str, Any]
+) -> None:
+    """SUCCEEDED before: the decision's reason (and the denial the model reads) began with the path as the model wrote
+    it (`_runtime.read_outside`), its U+200D and U+202E unseen; the rest of the reason escaped them."""
+    body, decision = await _answer(tmp_path, tool, tool_input, "default")
+    for text in (decision.reason or "", body["message"]):
+        assert "\u202e" not in text
+        assert "\\u202e" in text
+
+
 async def _codex_prompt(tmp_path: Path, method: str, fields: dict[str, Any]) -> str:
     """The prompt a Codex approval request puts to a caller who denies it."""
     asked: list[UserInputRequest] = []
