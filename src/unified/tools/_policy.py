@@ -534,16 +534,16 @@ def _folded_paths(args: Mapping[str, Any]) -> list[dict[str, Any]]:
     volume that folds case, drops trailing dots or ignores the joiner); an allow rule never reads them, so an allow
     covers only what it names as written. The pattern is searched as written (a `(?i)` copy of each rule costs
     Python's `re` a scan of every code point per letter: 0.3 s), so a rule in lower case covers every case."""
-    forms = []
+    forms: list[dict[str, Any]] = []
     for fold_case in (False, True):
         changed = {
             key: folded
             for key in PATH_ARGUMENTS
             if isinstance(value := args.get(key), str)
             and value
-            and (folded := folded_name(plain_path(value), fold_case=fold_case)) != value
+            and (folded := folded_name(plain := plain_path(value), fold_case=fold_case)) != plain
         }
-        if changed:
+        if changed and (not forms or {**args, **changed} != forms[0]):  # the plain form is read already (`_Texts`)
             forms.append({**args, **changed})
     return forms
 
@@ -571,10 +571,9 @@ class _Texts:
         return self._forms
 
     def folded(self) -> tuple[str, ...]:
-        """The texts of the arguments with their paths folded (`_folded_paths`), the ones the other forms are not."""
+        """The texts of the arguments with their paths folded (`_folded_paths`): none when no path folds otherwise."""
         if self._folded is None:
-            texts = dict.fromkeys(_json(form) for form in _folded_paths(self._args))
-            self._folded = tuple(text for text in texts if text not in self.forms())
+            self._folded = tuple(_json(form) for form in _folded_paths(self._args))
         return self._folded
 
 
