@@ -29,9 +29,14 @@ BUDGET = 4 << 20
 _CHARS_MAX = 2 * BLOCK_MAX
 """A block longer than this decodes to more than `BLOCK_MAX` in any of its encodings: not decoded at all (None)."""
 
-_COMPRESSED = ("H4sI", "eJ", "eN", "Qlpo", "/Td6WFo")
+_ZLIB_FAST = ("eAE", "eAF", "eAG", "eAH", "eF4", "eF5", "eF6", "eF7")
+"""How base64 of zlib at levels 0 and 1 (78 01: `zlib.compress(data, 1)`, `pigz -z -1`) and 2 to 5 (78 5e) begins: the
+third character holds the rest of the header's second byte (round 39: a key compressed at level 1 passed unredacted).
+Three characters, not two: `eA` and `eF` stand in camelCase (`typeAlias`, `someFunction`) where `eJ` and `eN` seldom
+do; each run found is decoded, and inflated only when its header checks out (`_expanded`)."""
+_COMPRESSED = ("H4sI", "eJ", "eN", *_ZLIB_FAST, "Qlpo", "/Td6WFo")
 """How base64 of compressed data begins: gzip (1f 8b 08), zlib at its default level and the highest (78 9c, 78 da:
-`zlib.compress`, `pigz -z`), bzip2 (`BZh`), xz (fd 37 7a 58 5a 00)."""
+`zlib.compress`, `pigz -z`) and the fast ones (`_ZLIB_FAST`), bzip2 (`BZh`), xz (fd 37 7a 58 5a 00)."""
 _SHORTEST = 40
 """A text shorter than this holds no block that shows a key (a streamed text piece): the shortest, ascii85 of a key
 of `ANYWHERE_LENGTH` characters between `<~` and `~>`, is 29; gzip's header and trailer alone are 24 in base64."""
@@ -61,6 +66,8 @@ def may_hold(text: str) -> bool:
         or _after(text, "~", "<")
         or _after(text, "J", "e")
         or _after(text, "N", "e")
+        or _after(text, "F", "e", "4567")
+        or _after(text, "A", "e", "EFGH")
         or ("Q" in text and "Qlpo" in text)
         or ("W" in text and "/Td6WFo" in text)
         or text.startswith("begin")
@@ -68,12 +75,12 @@ def may_hold(text: str) -> bool:
     )
 
 
-def _after(text: str, char: str, before: str) -> bool:
-    """Whether `char` stands in `text` right after `before`: looked for from each `char` (the rarer: `J`, `N`, `~`), not
-    from each `before` (`e`, `<`), as a search for the two would."""
+def _after(text: str, char: str, before: str, then: str = "") -> bool:
+    """Whether `char` stands in `text` right after `before` (and before one of `then`, when given): looked for from each
+    `char` (the rarer: `J`, `N`, `~`), not from each `before` (`e`, `<`), as a search for the two would."""
     at = text.find(char, 1)
     while at > 0:
-        if text[at - 1] == before:
+        if text[at - 1] == before and (not then or (at + 1 < len(text) and text[at + 1] in then)):
             return True
         at = text.find(char, at + 1)
     return False

@@ -7,7 +7,7 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   U+206A-U+206F, U+FEFF: git's `is_hfs_dotgit` skips the same, CVE-2014-9390) was not protected: in auto_edit,
   `write_file .g<U+200C>it/hooks/pre-commit` was written unasked, and on an HFS+ volume (macOS before APFS, an
   external disk formatted so) that file is `.git/hooks/pre-commit`, run by the user's next `git commit`. Now
-  `_protected._folded_name` removes them before a path is matched, for the file tools and the shell judging alike;
+  `_protected.folded_name` removes them before a path is matched, for the file tools and the shell judging alike;
 - list_dir's `ignore` globs (at most 100) had no length bound and were compiled on the event loop, where RE2's
   compile holds the GIL: 100 globs of 40,000 `?` stopped every task of the host for 66 s and held 825 MB. Now each
   has at most `LIST_DIR_IGNORE_MAX_CHARS` (1,024; a name has at most 255 bytes): the same call is invalid at once,

@@ -24,7 +24,7 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   workspace that is a bare repository (`hooks/post-receive` ran at the next push);
 - (new) the dots and spaces ending a name were kept when it was matched: on a vfat or exfat volume (Linux's drivers
   leave trailing dots out) or under Windows (WSL's `/mnt/c`), `.git./hooks/pre-commit` is `.git/hooks/pre-commit`
-  and `.envrc.` is `.envrc`, both written unasked. Now `_protected._folded_name` folds them away (with `str`
+  and `.envrc.` is `.envrc`, both written unasked. Now `_protected.folded_name` folds them away (with `str`
   methods: a first regex for it was quadratic in a word of `. . . `);
 - (new) the quick look of the protected-link searches (`_may_be_protected`) folded a link's name by case alone, so a
   link `.envr<U+200C>c -> scripts/env.sh` (`.envrc` on HFS+) left `scripts/env.sh` writable unasked; and git's marks
@@ -371,7 +371,7 @@ def test_a_shell_write_of_a_name_with_a_trailing_dot_is_judged(ws: Path) -> None
 def test_names_of_only_dots_and_an_ordinary_trailing_dot_stay_unprotected(ws: Path) -> None:
     """Pin: `..` is no name to fold, and `main.py.` is still no protected name."""
     assert _protected.protected_paths().match(f"{ws}/src/main.py.") is None
-    assert _protected._folded_name("a/../b") == "a/../b"
+    assert _protected.folded_name("a/../b") == "a/../b"
 
 
 # --- new: the protected-link searches' quick look folded by case alone ---------------------------------------------
@@ -498,7 +498,7 @@ async def test_a_prompt_for_a_plain_path_says_nothing_more(ws: Path) -> None:
 async def test_a_mark_spelled_as_a_file_system_folds_it_completes_a_repository(ws: Path, name: str) -> None:
     """SUCCEEDED before: `HE<U+200C>AD` is `HEAD` on HFS+, `HEAD.` and `refs.` are `HEAD` and `refs` on vfat."""
     marks = {"head": "HEAD", "refs": "refs", "objects": "objects"}
-    written = _protected._folded_name(name.split("/")[0])
+    written = _protected.folded_name(name.split("/")[0])
     for folded, mark in marks.items():
         if folded == written:
             continue
@@ -637,7 +637,7 @@ def test_a_long_word_of_protected_folders_and_a_line_feed_is_judged(ws: Path) ->
     then a line feed is judged protected, as the name is."""
     word = ".git/" * 20_000 + "\nx"
     assert shell_protected(parse(f'cat "{word}"'), ws, (ws,)) is not None
-    assert _protected._folded_name("a" + ". " * 100_000 + "b") == "a" + ". " * 100_000 + "b"
+    assert _protected.folded_name("a" + ". " * 100_000 + "b") == "a" + ". " * 100_000 + "b"
 
 
 # --- pins: read confinement ----------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from unified._limits import MAX_JSON_DEPTH, POLICY_PARTS_TEXT_MAX, too_deep
 from unified._redaction import clip
 from unified.tools import _shell_syntax
 from unified.tools._paths import spelled
+from unified.tools._protected import folded_name
 from unified.tools._regex import RULE_FALLBACK_TEXT_MAX, PatternError, RulePattern, compile_pattern
 from unified.types import ApprovalMode
 
@@ -162,7 +163,11 @@ class Rule:
             return Match.NO if self.decision is Decision.ALLOW else Match.MAYBE
         command = str(args.get("command", ""))
         if self.args_pattern is not None:
-            found = [self.args_pattern.search(text) for text in (texts or _Texts(args)).forms()]
+            texts = texts or _Texts(args)
+            found = [self.args_pattern.search(text) for text in texts.forms()]
+            if self.decision is not Decision.ALLOW and not any(found):
+                # a deny or ask rule covers every spelling of its path a file system may take for it; an allow never
+                found += [self.args_pattern.search(text) for text in texts.folded()]
             if self.decision is Decision.ALLOW and not all(found):
                 return Match.NO
             if self.decision is not Decision.ALLOW and not any(found):
@@ -521,6 +526,28 @@ def _normal_paths(args: Mapping[str, Any]) -> dict[str, Any] | None:
     return {**args, **changed} if changed else None
 
 
+def _folded_paths(args: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The arguments with each path in its plain form (`plain_path`) folded as protected paths are
+    (`_protected.folded_name`: the code points HFS+ ignores and the dots and spaces ending a name removed), once with
+    its case kept and once folded; each form that changes a path. A deny or ask rule applies if it matches one (round
+    39: a deny of `secrets/` let `SECRETS/key`, `secrets./key` and `secr<U+200C>ets/key` through, the same file on a
+    volume that folds case, drops trailing dots or ignores the joiner); an allow rule never reads them, so an allow
+    covers only what it names as written. The pattern is searched as written (a `(?i)` copy of each rule costs
+    Python's `re` a scan of every code point per letter: 0.3 s), so a rule in lower case covers every case."""
+    forms: list[dict[str, Any]] = []
+    for fold_case in (False, True):
+        changed = {
+            key: folded
+            for key in PATH_ARGUMENTS
+            if isinstance(value := args.get(key), str)
+            and value
+            and (folded := folded_name(plain := plain_path(value), fold_case=fold_case)) != plain
+        }
+        if changed and (not forms or {**args, **changed} != forms[0]):  # the plain form is read already (`_Texts`)
+            forms.append({**args, **changed})
+    return forms
+
+
 def _json(args: Mapping[str, Any]) -> str:
     """The text an `argsPattern` is searched in."""
     return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
@@ -530,17 +557,24 @@ class _Texts:
     """The texts a call's `argsPattern`s are searched in (`_json` of the arguments, and of their plain form), written
     once for every rule of one `Policy.evaluate`: 50 rules on an 8 MB argument wrote 100 JSON texts of 8 MB (3.5 s)."""
 
-    __slots__ = ("_args", "_forms")
+    __slots__ = ("_args", "_folded", "_forms")
 
     def __init__(self, args: Mapping[str, Any]) -> None:
         self._args = args
         self._forms: tuple[str, ...] | None = None
+        self._folded: tuple[str, ...] | None = None
 
     def forms(self) -> tuple[str, ...]:
         if self._forms is None:
             normal = _normal_paths(self._args)
             self._forms = tuple(_json(form) for form in ([self._args] if normal is None else [self._args, normal]))
         return self._forms
+
+    def folded(self) -> tuple[str, ...]:
+        """The texts of the arguments with their paths folded (`_folded_paths`): none when no path folds otherwise."""
+        if self._folded is None:
+            self._folded = tuple(_json(form) for form in _folded_paths(self._args))
+        return self._folded
 
 
 def _shell_call(tool: str, args: Mapping[str, Any]) -> bool:

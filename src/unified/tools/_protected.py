@@ -53,6 +53,7 @@ __all__ = [
     "credential_read",
     "credential_refusal",
     "deep_protected_targets",
+    "folded_name",
     "git_configured",
     "git_directory",
     "git_included",
@@ -272,14 +273,14 @@ class ProtectedPaths:
 
     def match(self, relative: str) -> str | None:
         """The pattern a `/`-separated relative path matches, at any depth; None if none does."""
-        found = self.regex.search(_folded_name(relative))
+        found = self.regex.search(folded_name(relative))
         if found is None:
             return None
         return next(p for p, g in zip(self.patterns, found.groups(), strict=True) if g is not None)
 
     def match_holder(self, relative: str) -> str | None:
         """The protected directory a relative path names (`.vscode`, `.config/git`), if any."""
-        found = self.holder_regex.search(_folded_name(relative)) if self.holder_regex is not None else None
+        found = self.holder_regex.search(folded_name(relative)) if self.holder_regex is not None else None
         if found is None:
             return None
         return next(h for h, g in zip(self.holders, found.groups(), strict=True) if g is not None)
@@ -290,18 +291,19 @@ _HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 (macOS before APFS, and external disks formatted so) `.g<U+200C>it/config` is `.git/config`."""
 
 
-def _folded_name(relative: str) -> str:
+def folded_name(relative: str, *, fold_case: bool = True) -> str:
     """A path in the one form the patterns are matched in: `_HFS_IGNORED` removed, then the dots and spaces ending
     each name (not one of only dots, `..`), and its case folded, so that every spelling a file system may take for a
     protected name is one (round 35: a zero-width non-joiner in `.git` was written unasked in auto_edit). Linux's
     vfat and exfat drivers leave a name's trailing dots out as they create or look it up, Windows (WSL's `/mnt/c`, a
     share) its spaces too: there `.git./hooks/pre-commit` is `.git/hooks/pre-commit` and `.envrc.` is `.envrc` (git's
     `is_ntfs_dotgit` refuses them in a tree for that reason; round 36 wrote them unasked). With `str` methods, linear:
-    a regex's search for a trailing run was quadratic in a word of `. . . ` (16,000 of them: 15 s)."""
+    a regex's search for a trailing run was quadratic in a word of `. . . ` (16,000 of them: 15 s). `fold_case=False`:
+    the case kept, for a caller's deny and ask rules, searched in both forms (`_policy._folded_paths`)."""
     text = _HFS_IGNORED.sub("", relative)
     if "./" in text or " /" in text or text.endswith((".", " ")):
         text = "/".join(_untrailed(part) for part in text.split("/"))
-    return text.casefold()
+    return text.casefold() if fold_case else text
 
 
 def _untrailed(name: str) -> str:
@@ -409,7 +411,7 @@ def git_directory(path: Path, roots: Sequence[Path]) -> str | None:
     terminal; a prompt's `git status`) reads its `config` (`core.pager`, `core.fsmonitor` run a command) and runs its
     hooks, as `.git/**`'s; round 36 wrote `HEAD`, `objects/.keep`, `refs/.keep` and a `config` with `core.pager` at the
     workspace root unasked, and the next `git branch` ran the pager. A mark counts whatever its kind or content, and
-    the written name in every spelling a file system may take for it (`_folded_name`): fail closed. Blocking
+    the written name in every spelling a file system may take for it (`folded_name`): fail closed. Blocking
     (an `lstat` or a few a folder above `path`)."""
     parts = path.parts
     folder = parts[0]
@@ -418,7 +420,7 @@ def git_directory(path: Path, roots: Sequence[Path]) -> str | None:
     for index in range(1, len(parts)):
         if not os.path.isdir(folder):
             break
-        written = _folded_name(parts[index])  # `HE<U+200C>AD` on HFS+, `refs.` on vfat
+        written = folded_name(parts[index])  # `HE<U+200C>AD` on HFS+, `refs.` on vfat
         if _holds_git_marks(Path(folder), written):
             verb = "is" if _holds_git_marks(Path(folder), "") else "becomes"
             shown = relative_to_roots(Path(folder), roots) or "."
@@ -2228,9 +2230,9 @@ def _last_names() -> tuple[frozenset[str], re.Pattern[str]]:
 
 def _may_be_protected(name: str) -> bool:
     """Whether a pattern may name an entry called `name` (a quick look before the patterns' search), in the form the
-    patterns are matched in (`_folded_name`: a link `.envr<U+200C>c` is `.envrc` on HFS+, round 36)."""
+    patterns are matched in (`folded_name`: a link `.envr<U+200C>c` is `.envrc` on HFS+, round 36)."""
     names, wild = _last_names()
-    folded = _folded_name(name)
+    folded = folded_name(name)
     return folded in names or wild.match(folded) is not None
 
 

@@ -796,9 +796,8 @@ async def _protected_reason(
                 if judged is not None:  # the tool refuses it too, and must even if it resolves by then
                     judged["path"] = _files.Unresolved(str(exc))
                 if elsewhere:
-                    return (
-                        f"{clip(raw, 200, more='…')} is not a path in the workspace, so unified cannot judge it: {exc}"
-                    )
+                    shown = shown_name(clip(raw, 200, more="…"))  # round 39: a reason a person reads
+                    return f"{shown} is not a path in the workspace, so unified cannot judge it: {exc}"
                 return None
         if judged is not None:
             judged["path"] = candidates[0]
@@ -1048,7 +1047,7 @@ async def read_outside(workspace: Workspace, paths: Sequence[str], *, trees: boo
             try:
                 resolved.append((raw, await workspace.resolve(raw, lexical=lexical)))
             except ToolError as exc:
-                shown = clip(raw, 200, more="…")
+                shown = shown_name(clip(raw, 200, more="…"))
                 return f"{shown} is not a path in the workspace, so unified does not read it unasked: {exc}"
     # inside, and still a credential file: a hard link to `~/.netrc` (Read of `docs/n`, Grep of `docs`), round 18
     for raw, path in dict.fromkeys(resolved):
@@ -1056,7 +1055,7 @@ async def read_outside(workspace: Workspace, paths: Sequence[str], *, trees: boo
             functools.partial(_protected.credential_reach, path, workspace.roots, tree=trees)
         )
         if reached is not None:
-            return f"{clip(raw, 200, more='…')} reaches {reached}, so unified does not read it unasked"
+            return f"{shown_name(clip(raw, 200, more='…'))} reaches {reached}, so unified does not read it unasked"
     return None
 
 

@@ -63,7 +63,7 @@ from unified.events import (
     permission_request,
 )
 from unified.tools import Policy, _protected
-from unified.tools._paths import Workspace
+from unified.tools._paths import Workspace, shown_prompt
 from unified.tools._policy import DEFAULT_TIER, Decision, Rule, Verdict, session_rule
 from unified.tools._runtime import (
     LOCAL_NETWORK_RULE,
@@ -355,7 +355,9 @@ class PermissionBridge:
         why_asked = f"{protected[rule]}{verdict.doubt}." if rule in protected else ""
         prompt = permission_request(
             f"{self.ctx.session_id}:{request_id}",
-            _summary(tool, tool_input) + why_asked,
+            shown_prompt(
+                _summary(tool, tool_input) + why_asked
+            ),  # round 39: `.git<U+200D>/hooks` showed as `.git/hooks`
             tool_use_id=call_id,
             tool_name=tool,
             details=details,

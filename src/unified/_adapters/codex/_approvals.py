@@ -472,9 +472,11 @@ class ApprovalBridge:
             }
             prompt = str(params.get("message") or f"Allow {name}?")
         clean = json.loads(json.dumps(details, default=str))
+        from unified.tools._paths import shown_prompt  # the tool runtime's escape; it loads with the first approval
+
         return permission_request(
             f"{self.translator.main_thread}:{request_id}",
-            prompt,
+            shown_prompt(prompt),  # round 39: a command's U+202E, a path's U+200D showed as nothing
             tool_use_id=call_id or None,
             tool_name=name,
             details=clean,
