@@ -1,0 +1,90 @@
+"""Bad input round 25, the unit tier: a fallback that `backend="auto"` with `resume` runs first (the backend that owns
+the session), and conversations carried to another backend whose history that backend cannot take as it is. Each
+case says what happened before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.foundation.test_bad_input_round21 import _TEXT, QUOTA, _answers, _events, _options
+from unified import ExecuteParams
+from unified.events import ErrorEvent, Failover, SessionStarted, WarningEvent
+from unified.sessions import FileSessionStore
+from unified.types import Fallback
+
+# --- a fallback that auto with resume runs first ---------------------------------------------------------------------
+
+
+async def _stored_session(tmp_path: Path, store: FileSessionStore) -> str:
+    """The short id of a generate-content session stored in `store`, one turn long."""
+    with _answers([(200, _TEXT)]) as server:
+        events = await _events(
+            ExecuteParams(
+                prompt="hi",
+                backend="generate-content",
+                model="gemini-2.5-flash",
+                cwd=tmp_path,
+                backend_options=_options(server),
+                session_store=store,
+            )
+        )
+    [started] = [e for e in events if isinstance(e, SessionStarted)]
+    return started.short_id
+
+
+@pytest.mark.anyio
+async def test_auto_resuming_leaves_out_a_fallback_that_owns_the_session(tmp_path: Path) -> None:
+    """FAILED before: `auto` resuming a generate-content session with `fallback=("generate-content",)` failed over to
+    generate-content after its rate limit (a `failover` event, a second request that changed nothing), where `auto`
+    without resume leaves it out (round 24). Now it is left out with the same kind of warning, and the run ends with
+    the backend's own error."""
+    store = FileSessionStore(tmp_path / "store")
+    short = await _stored_session(tmp_path, store)
+    with _answers([QUOTA]) as server:
+        events = await _events(
+            ExecuteParams(
+                prompt="again",
+                backend="auto",
+                model="gemini-2.5-flash",
+                cwd=tmp_path,
+                resume=short,
+                backend_options=_options(server),
+                session_store=store,
+                fallback=("generate-content",),
+            )
+        )
+    assert len(server.asked) == 1
+    assert not [e for e in events if isinstance(e, Failover)]
+    [warning] = [e for e in events if isinstance(e, WarningEvent) and e.message.startswith("fallback: ")]
+    assert f"session {short} belongs to generate-content" in warning.message
+    assert [e.code for e in events if isinstance(e, ErrorEvent)] == ["rate_limited"]
+
+
+@pytest.mark.anyio
+async def test_auto_resuming_keeps_a_fallback_on_another_model(tmp_path: Path) -> None:
+    """The owner on another model is a fallback, still run after the one left out. FAILED before: two failovers,
+    to generate-content again and then to the other model."""
+    store = FileSessionStore(tmp_path / "store")
+    short = await _stored_session(tmp_path, store)
+    with _answers([QUOTA, (200, _TEXT)]) as server:
+        pro = Fallback(backend="generate-content", model="gemini-2.5-pro", backend_options=_options(server))
+        events = await _events(
+            ExecuteParams(
+                prompt="again",
+                backend="auto",
+                model="gemini-2.5-flash",
+                cwd=tmp_path,
+                resume=short,
+                backend_options=_options(server),
+                session_store=store,
+                fallback=("generate-content", pro),
+            )
+        )
+    assert [(e.from_backend, e.to_backend) for e in events if isinstance(e, Failover)] == [
+        ("generate-content", "generate-content")
+    ]
+    assert len(server.asked) == 2
+    assert not [e for e in events if isinstance(e, ErrorEvent)]
