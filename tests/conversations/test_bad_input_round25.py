@@ -5,14 +5,18 @@ case says what happened before.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.foundation.test_bad_input_round21 import _TEXT, QUOTA, _answers, _events, _options
+from tests.harness.cli_main import in_process
 from unified import ExecuteParams
 from unified.events import ErrorEvent, Failover, SessionStarted, WarningEvent
 from unified.sessions import FileSessionStore
+from unified.testing import FakeGemini, Fault
+from unified.testing import ModelTurn as ScriptTurn
 from unified.types import Fallback
 
 # --- a fallback that auto with resume runs first ---------------------------------------------------------------------
@@ -88,3 +92,41 @@ async def test_auto_resuming_keeps_a_fallback_on_another_model(tmp_path: Path) -
     ]
     assert len(server.asked) == 2
     assert not [e for e in events if isinstance(e, ErrorEvent)]
+
+
+# --- a failover after text was shown --------------------------------------------------------------------------------
+
+
+def test_the_cli_says_where_a_failover_cut_the_shown_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FAILED before: `unified run` printed the cut turn's text and the next backend's answer on one line, nothing
+    between ("Partial answer that neverWhole answer."): the `failover` event rendered as nothing, so the reader could
+    not tell the first words were abandoned and answered again. Now the cut line is closed and a line says which
+    backend gave out, why, and that its text was answered again by the next."""
+    with FakeGemini() as server:
+        server.add(
+            ScriptTurn(text="Partial answer that never finishes", text_chunks=3), ScriptTurn(text="Whole answer.")
+        )
+        server.inject(Fault(kind="mid_stream_error", after=1, carries="rate_limit"), at_request=0)
+        monkeypatch.setenv("GEMINI_API_KEY", "test-key-round25")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
+        done = in_process(
+            capsys,
+            "run",
+            "hi",
+            "--backend",
+            "generate-content",
+            "--fallback",
+            "interactions",
+            "--cwd",
+            str(tmp_path),
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = done.stdout.splitlines()
+    cut = next(n for n, line in enumerate(shown) if line.startswith("Partial"))
+    said = shown[cut + 1]
+    assert said.startswith("↷ failover [rate_limited]: generate-content gave out (")
+    assert "the run goes on on interactions, which answers what was cut off again" in said
+    assert re.search(r"its session [0-9a-f]{8} stays there", said)
+    assert shown.count("Whole answer.") == 1
