@@ -5,6 +5,7 @@ case says what happened before.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import pytest
 from tests.foundation.test_bad_input_round21 import _TEXT, QUOTA, _answers, _events, _options
 from tests.harness.cli_main import in_process
 from unified import ExecuteParams
-from unified.events import ErrorEvent, Failover, SessionStarted, WarningEvent
+from unified.conversations import Conversation, ImagePart, ModelTurn, TextPart, UserTurn
+from unified.events import ErrorEvent, Failover, Result, SessionStarted, WarningEvent
 from unified.sessions import FileSessionStore
 from unified.testing import FakeGemini, Fault
 from unified.testing import ModelTurn as ScriptTurn
@@ -130,3 +132,51 @@ def test_the_cli_says_where_a_failover_cut_the_shown_text(
     assert "the run goes on on interactions, which answers what was cut off again" in said
     assert re.search(r"its session [0-9a-f]{8} stays there", said)
     assert shown.count("Whole answer.") == 1
+
+
+# --- a history whose images no provider takes -----------------------------------------------------------------------
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452") + bytes(48)
+"""The opening of a PNG: `image_type` reads it as one."""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("image", "said"),
+    [
+        (ImagePart(mime_type="image/jpeg", data=PNG), "turn 0: image/jpeg (its bytes are image/png)"),
+        (ImagePart(mime_type="image/png", data=b""), "turn 0: image/png (empty)"),
+    ],
+    ids=["a PNG saying JPEG", "no bytes"],
+)
+@pytest.mark.parametrize("backend", ["generate-content", "interactions"])
+async def test_a_history_image_no_provider_takes_is_told_as_a_note(
+    tmp_path: Path, image: ImagePart, said: str, backend: str
+) -> None:
+    """FAILED before: a history's image with no bytes, or whose bytes are another type than it says, was sent as it
+    was (generate-content: `{"inlineData": {"data": "", ...}}`, a PNG as `image/jpeg`), a request the APIs refuse
+    (HTTP 400) where the prompt's own such image is refused before the run (`check_params`). Now it is told as a text
+    note, as an image of a type the target does not take is, and the run warns first naming the turn and why."""
+    history = Conversation(
+        turns=[UserTurn(parts=[image, TextPart(text="look")]), ModelTurn(parts=[TextPart(text="ok")])]
+    )
+    async with FakeGemini([ScriptTurn(text="seen")]) as server:
+        events = await _events(
+            ExecuteParams(
+                prompt="go on",
+                backend=backend,
+                model="gemini-2.5-flash",
+                cwd=tmp_path,
+                backend_options={"api_key": "k", "base_url": server.base_url, "max_retries": 0},
+                history=history,
+            )
+        )
+        sent = json.dumps(server.requests[-1].body)
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    [warning] = [e for e in events if isinstance(e, WarningEvent) and e.message.startswith("history: ")]
+    assert said in warning.message
+    assert "cannot take as an image: not carried over" in sent
+    assert "iVBORw0KGgo" not in sent
+    assert '"data": ""' not in sent
