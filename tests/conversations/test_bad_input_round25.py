@@ -38,6 +38,7 @@ async def _stored_session(tmp_path: Path, store: FileSessionStore) -> str:
             )
         )
     [started] = [e for e in events if isinstance(e, SessionStarted)]
+    assert started.short_id is not None
     return started.short_id
 
 
