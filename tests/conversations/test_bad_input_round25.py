@@ -13,9 +13,17 @@ import pytest
 
 from tests.foundation.test_bad_input_round21 import _TEXT, QUOTA, _answers, _events, _options
 from tests.harness.cli_main import in_process
-from unified import ExecuteParams
-from unified.conversations import Conversation, ImagePart, ModelTurn, TextPart, UserTurn
-from unified.events import ErrorEvent, Failover, Result, SessionStarted, WarningEvent
+from unified import ExecuteParams, sessions
+from unified.conversations import (
+    Conversation,
+    ImagePart,
+    ModelTurn,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    UserTurn,
+)
+from unified.events import ErrorEvent, Failover, Result, SessionStarted, UnifiedEvent, WarningEvent
 from unified.sessions import FileSessionStore
 from unified.testing import FakeGemini, Fault
 from unified.testing import ModelTurn as ScriptTurn
@@ -181,3 +189,123 @@ async def test_a_history_image_no_provider_takes_is_told_as_a_note(
     assert "cannot take as an image: not carried over" in sent
     assert "iVBORw0KGgo" not in sent
     assert '"data": ""' not in sent
+
+
+# --- a failover whose fallback's binary is missing ------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("backend", "variable"), [("claude-code", "UNIFIED_CLAUDE_BIN"), ("gemini-cli", "UNIFIED_GEMINI_BIN")]
+)
+async def test_a_fallback_whose_binary_is_missing_ends_typed_and_the_session_left_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str, variable: str
+) -> None:
+    """Pin (measured: right on the old code): generate-content gives out, the run fails over to a binary backend whose
+    binary is not there; the run ends with `backend_unavailable` saying which binary, that it ran as the fallback and
+    why the first gave out, and the result names the session left on generate-content, which still exports whole."""
+    monkeypatch.setenv(variable, str(tmp_path / "missing" / "agent"))
+    async with FakeGemini([ScriptTurn(text="never")]) as server:
+        for index in range(4):  # the first try and the three retries
+            server.inject(Fault(kind="rate_limit", retry_delay="1s"), at_request=index)
+        options = {"api_key": "k", "base_url": server.base_url, "retry_delay_scale": 0.001}
+        events = await _events(
+            ExecuteParams(
+                prompt="hi",
+                backend="generate-content",
+                model="gemini-2.5-flash",
+                cwd=tmp_path,
+                backend_options=options,
+                fallback=(Fallback(backend=backend),),
+            )
+        )
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.code == "backend_unavailable"
+    assert str(tmp_path / "missing" / "agent") in error.message
+    assert "ran as the fallback after generate-content gave out (rate_limited" in error.message
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert (result.status, result.backend) == ("error", "generate-content")
+    assert result.short_id is not None
+    kept = await sessions.export(result.short_id)
+    assert [turn.role for turn in kept.turns] == ["user"]
+
+
+# --- histories the target's API may refuse or outgrow ---------------------------------------------------------------
+
+API_BACKENDS = ("generate-content", "interactions")
+
+
+async def _continued(tmp_path: Path, server: FakeGemini, backend: str, history: Conversation) -> list[UnifiedEvent]:
+    return await _events(
+        ExecuteParams(
+            prompt="go on",
+            backend=backend,
+            model="gemini-2.5-flash",
+            cwd=tmp_path,
+            backend_options={"api_key": "k", "base_url": server.base_url, "max_retries": 0},
+            history=history,
+        )
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("backend", API_BACKENDS)
+async def test_a_ten_megabyte_tool_result_the_model_cannot_hold_ends_typed_and_the_session_stays(
+    tmp_path: Path, backend: str
+) -> None:
+    """Pin (measured: right on the old code, ~1 s): a 10 MB tool result from another provider's session (an
+    Anthropic call id) is carried whole; the API's "input token count exceeds" 400 ends the run as `bad_request`
+    with the API's words (not `internal_error`), and the session begun with it is named and exports whole."""
+    big = "x" * 10_000_000
+    history = Conversation(
+        turns=[
+            UserTurn(parts=[TextPart(text="read it")]),
+            ModelTurn(parts=[ToolCallPart(id="toolu_01ABC", name="read_file")], provider="anthropic"),
+            UserTurn(parts=[ToolResultPart(call_id="toolu_01ABC", name="read_file", output=big)]),
+            ModelTurn(parts=[TextPart(text="read.")], provider="anthropic"),
+        ]
+    )
+    too_many = "The input token count (2621456) exceeds the maximum number of tokens allowed (1048576)."
+    async with FakeGemini([ScriptTurn(text="never")]) as server:
+        server.inject(Fault(kind="bad_request", message=too_many), at_request=0)
+        events = await _continued(tmp_path, server, backend, history)
+        assert len(server.requests) == 1
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.code == "bad_request"
+    assert too_many in error.message
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.short_id is not None
+    kept = await sessions.export(result.short_id)
+    assert big in kept.to_json()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("backend", API_BACKENDS)
+async def test_turns_with_no_parts_are_left_out_and_a_model_first_history_gets_a_user_turn(
+    tmp_path: Path, backend: str
+) -> None:
+    """Pin (measured: right on the old code): a turn with no parts (the APIs refuse an empty `parts`/`content`) is
+    left out, a model turn's neighbours merged, and a history opening with the model's turn is sent after a user turn
+    saying the conversation continues (the APIs want the user first); every message is sent once."""
+    history = Conversation(
+        turns=[
+            ModelTurn(parts=[TextPart(text="first-words-1")]),
+            UserTurn(parts=[]),
+            ModelTurn(parts=[TextPart(text="second-words-2")]),
+            UserTurn(parts=[TextPart(text="then-3")]),
+            ModelTurn(parts=[]),
+        ]
+    )
+    async with FakeGemini([ScriptTurn(text="ok")]) as server:
+        events = await _continued(tmp_path, server, backend, history)
+        body = server.requests[-1].body or {}
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success", result.error
+    sent = body.get("contents") or body.get("input")
+    assert isinstance(sent, list)
+    assert all(turn.get("parts", turn.get("content")) for turn in sent)
+    assert "[a conversation continued from here]" in json.dumps(sent[0])
+    assert [json.dumps(sent).count(word) for word in ("first-words-1", "second-words-2", "then-3")] == [1, 1, 1]
