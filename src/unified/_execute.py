@@ -66,9 +66,15 @@ class _SessionOwner:
     def __init__(self, params: ExecuteParams) -> None:
         self.params = params
         self.name = "auto"
+        self.fallback = params.fallback
+        """What `_Failover` goes on on: without the owner itself once it is known (`_without_the_chosen`)."""
+        self._owner: Backend | None = None
+        self._dropped: list[UnsupportedOption] = []
 
     def unsupported_options(self, params: ExecuteParams) -> list[UnsupportedOption]:
-        return []  # the owner's are announced once it is known, in `run`
+        if self._owner is None:
+            return []  # the owner's are announced once it is known, in `run`
+        return [*self._owner.unsupported_options(params), *self._dropped]
 
     async def run(self, ctx: RunContext) -> RunOutcome:
         from unified import sessions
@@ -83,9 +89,12 @@ class _SessionOwner:
                 f"session {info.short_id} belongs to the {info.backend} backend, which cannot run here: {exc.message}",
                 hint=exc.hint,
             ) from None
-        backend = load_backend_factory(info.backend)(self.params)
+        backend = self._owner = load_backend_factory(info.backend)(self.params)
         self.name = backend.name
-        await announce_unsupported_options(backend, self.params, ctx.emit)
+        why = f"session {info.short_id} belongs to {info.backend}, which auto resumes it on"
+        kept, self._dropped = _without_the_chosen(self.params, info.backend, why)
+        self.fallback = kept.fallback
+        await announce_unsupported_options(self, self.params, ctx.emit)
         return await backend.run(ctx)
 
 
@@ -203,6 +212,8 @@ class _Failover:
                         raise
                     raise typed from exc
             except UnifiedError as failure:
+                if isinstance(self._current, _SessionOwner):  # auto resuming: the owner, known now, is left out
+                    remaining = list(self._current.fallback)
                 if not remaining or failure.code not in self.params.failover_on:
                     _name_the_chain(failure, gave_out)
                     raise
@@ -507,9 +518,12 @@ def _is_itself(target: str | Fallback, backend: str, params: ExecuteParams) -> b
     return target == backend
 
 
-def _without_the_chosen(params: ExecuteParams, chosen: str) -> tuple[ExecuteParams, list[UnsupportedOption]]:
-    """`params` of `backend="auto"` without the fallbacks that are `chosen`, the backend routing picked, itself, and a
-    warning for each. Refusing them as `check_params` refuses a named backend's own would fail a run on a machine
+def _without_the_chosen(
+    params: ExecuteParams, chosen: str, because: str | None = None
+) -> tuple[ExecuteParams, list[UnsupportedOption]]:
+    """`params` of `backend="auto"` without the fallbacks that are `chosen`, the backend routing picked (or the one
+    owning the session auto resumes, `_SessionOwner`: bad input round 25, it was kept), itself, and a warning saying
+    `because`. Refusing them as `check_params` refuses a named backend's own would fail a run on a machine
     whose credentials make auto pick that backend and not on another (`--backend auto --fallback codex` where only an
     OpenAI key is set); running them would go on on what just gave out (bad input round 24: it did, a `failover` to
     the same backend after a rate limit). A user who names a fallback under auto means "if the one auto picks gives
@@ -517,10 +531,8 @@ def _without_the_chosen(params: ExecuteParams, chosen: str) -> tuple[ExecutePara
     kept = tuple(target for target in params.fallback if not _is_itself(target, chosen, params))
     if len(kept) == len(params.fallback):
         return params, []
-    why = (
-        f"{chosen} is left out: auto chose {chosen} to run first, and going on on it after it gave out would give "
-        "out the same way"
-    )
+    because = because or f"auto chose {chosen} to run first"
+    why = f"{chosen} is left out: {because}, and going on on it after it gave out would give out the same way"
     return params.model_copy(update={"fallback": kept}), [UnsupportedOption("fallback", why, False)]
 
 

@@ -351,7 +351,8 @@ class ExecuteParams(BaseModel):
         "name alone keeps `model` only for a backend of the same provider and sends no `backend_options`; "
         "a `Fallback` gives them. An unknown backend name ends the run with a `configuration_error` before it starts; "
         "one that is the backend itself (of its model and options) or is named twice is refused "
-        "(`ConfigurationError`); with `auto`, one that is the backend auto chose is left out, said in a `warning`.",
+        "(`ConfigurationError`); with `auto`, one that is the backend auto chose (with `resume`, the backend that "
+        "owns the session) is left out, said in a `warning`.",
     )
     failover_on: tuple[_ErrorCodeName, ...] = Field(
         default=FAILOVER_CODES,

@@ -21,6 +21,7 @@ from unified._redaction import Redactor, redactor
 from unified._text import ACTING, INVISIBLE, escaped
 from unified.events import (
     ErrorEvent,
+    Failover,
     ImageOutput,
     PermissionDecision,
     Result,
@@ -208,6 +209,13 @@ class Renderer:
             return self._styled("\n".join(lines), "question")
         if isinstance(event, WarningEvent):
             return self._styled(f"warning [{event.code}]: {event.message}", "warning")
+        if isinstance(event, Failover):  # else a cut answer ran on into the next backend's, nothing said (round 25)
+            left = f"; its session {event.left_session} stays there" if event.left_session else ""
+            return self._styled(
+                f"↷ failover [{event.code}]: {event.from_backend} gave out ({event.message}){left}; the run goes on "
+                f"on {event.to_backend}, which answers what was cut off again",
+                "warning",
+            )
         if isinstance(event, ErrorEvent):
             self._errors_shown.add(event.message)
             flags = ", ".join(f for f, on in (("fatal", event.fatal), ("retryable", event.retryable)) if on)

@@ -7,6 +7,9 @@ on every turn of the continued session, and codex's retry left such an image out
 Gemini's `inline_data` takes more (`GEMINI_INLINE_TYPES`: PDF, text, audio, video) but not every type
 (`image/svg+xml`, `application/zip`: "Unsupported MIME type", HTTP 400 on every turn), and the interactions
 API's `image` item images only (`GEMINI_IMAGE_TYPES`).
+An image with no bytes, or whose bytes are another image type than it says (a PNG saying `image/jpeg`), is refused
+by every provider as the prompt's `ImageInput` is (`check_params`); in a history it was sent as it was (bad input
+round 25: an empty `inlineData`, a JPEG that is a PNG), so it is not taken either.
 Each backend carries such an image as a text note saying what it was, and the run says so first
 (an `unsupported_option` warning on `history`).
 """
@@ -14,6 +17,7 @@ Each backend carries such an image as a text note saying what it was, and the ru
 from __future__ import annotations
 
 from unified.conversations import Conversation, ImagePart, UserTurn
+from unified.types import image_type
 
 __all__ = [
     "GEMINI_IMAGE_TYPES",
@@ -73,8 +77,18 @@ _ACCEPTED = {
 
 def taken(part: ImagePart, accepted: frozenset[str] = TAKEN_IMAGE_TYPES) -> bool:
     """Whether a provider taking the `accepted` types takes `part` (default: Anthropic's and OpenAI's images; a
-    media type is case-insensitive)."""
-    return part.mime_type.lower() in accepted
+    media type is case-insensitive): not when it is empty or its bytes are another image type (`_unfit`)."""
+    return part.mime_type.lower() in accepted and _unfit(part) is None
+
+
+def _unfit(part: ImagePart) -> str | None:
+    """Why no provider takes `part` whatever its type, or None: no bytes, or bytes of another image type."""
+    if not part.data:
+        return "empty"
+    found = image_type(part.data)
+    if found is not None and found != part.mime_type.lower():
+        return f"its bytes are {found}"
+    return None
 
 
 def image_note(part: ImagePart, provider: str) -> str:
@@ -94,7 +108,7 @@ def images_not_taken(
     `accepted` types) cannot take, or None when there are none (the model's own images are told as text
     already, as any backend tells them)."""
     found = [
-        f"turn {number}: {part.mime_type}"
+        f"turn {number}: {part.mime_type}" + (f" ({why})" if (why := _unfit(part)) else "")
         for number, turn in enumerate(conversation.turns if conversation is not None else [])
         if isinstance(turn, UserTurn)
         for part in turn.parts
@@ -104,6 +118,7 @@ def images_not_taken(
         return None
     shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
     return (
-        f"the history holds {len(found)} image(s) of a type {provider} does not take ({_ACCEPTED[accepted]}): "
+        f"the history holds {len(found)} image(s) {provider} does not take ({_ACCEPTED[accepted]}, not empty and "
+        "of the type they say): "
         f"{shown}; each is carried as a text note saying what it was"
     )
