@@ -265,6 +265,27 @@ def test_a_process_looked_at_while_its_environment_is_laid_out_is_killed() -> No
     assert not survivors, f"{len(survivors)} of {WIDE_STARTS} processes killed as they started were left running"
 
 
+def test_a_child_that_still_shows_this_process_s_environment_is_not_yet_known() -> None:
+    """Between the kernel waking a vfork parent and giving the child its new memory, /proc shows the parent's
+    environment as the child's (`_watchdog._still_ours`): a look then says "not yet known", never "not ours". Stood
+    in for by a child whose environment is exactly this process's, which the look cannot tell from that moment;
+    a child with another environment is a stranger's as ever."""
+    ours = Path("/proc/self/environ").read_bytes()
+    same = dict(entry.split("=", 1) for entry in ours.decode("utf-8", "surrogateescape").split("\0") if "=" in entry)
+    sleep = shutil.which("sleep")
+    assert sleep is not None
+    needle = f"{OWNER_VARIABLE}=absent".encode()
+    for environment, expected in ((same, None), ({**same, "OTHER": "1"}, False)):
+        pid = os.posix_spawn(sleep, ["sleep", "600"], environment)
+        try:
+            while not Path(f"/proc/{pid}/environ").read_bytes() or _watchdog._mid_exec(str(pid)):
+                pass  # the exec's own window (`_mid_exec`), not the one pinned here
+            assert _carries(pid, needle) is expected
+        finally:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
 HEAVY_MB = 256
 """Memory the process of the test below has touched: a killed process tears it down before it becomes a zombie
 (measured here: 60 to 150 ms for 300 MB, idle), listed and not a zombie meanwhile, its environment unreadable."""
