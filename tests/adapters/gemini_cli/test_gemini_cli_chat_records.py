@@ -173,3 +173,33 @@ def test_a_calls_record_without_text_is_not_the_answer_of_the_text_shown_before_
     items, kept_nothing = folding.end(final=False)
     assert (items, kept_nothing) == ([], False)
     assert chat.answers == {"g1": lead}
+
+
+def test_answers_read_ahead_of_the_acp_stream_are_left_for_the_messages_they_end(tmp_path: Path) -> None:
+    """Read later still (a loaded machine), the file holds the next model call's answer too when the first message
+    ends at its `tool_call`: that answer is the final message's, which must not end as if the CLI kept none (the
+    flaky `test_a_retried_stream_before_a_tool_call_shows_its_text_once[acp]`). A call-only model call recorded
+    before (kept "") is passed over."""
+    from unified._adapters.gemini_cli._replays import Folding
+    from unified.events import TextDelta
+
+    path = chat_file(tmp_path)
+    chat = ChatRecords(tmp_path / ".gemini", SESSION)
+    chat.start()
+    lead, final = "Let me read the notes file now.", "It says alpha."
+    folding = Folding(chat)
+    with path.open("ab") as handle:
+        handle.write(line({"id": "u1", "type": "user", "content": [{"text": "hi"}]}))
+        handle.write(line({"id": "g0", "type": "gemini", "content": ""}))  # a model call with calls only
+        handle.write(line(message(call(READ_ID, "success", {"output": "x\n"}), message_id="g0")))
+    folding.text(TextDelta(text=lead, session_id="s"))
+    with path.open("ab") as handle:
+        handle.write(line({"id": "g1", "type": "gemini", "content": lead}))
+        handle.write(line(message(call(READ_ID, "success", {"output": "alpha\n"}), message_id="g2")))
+        handle.write(line({"id": "g3", "type": "gemini", "content": final}))
+    assert folding.end(final=False) == ([], False)
+    shown = folding.text(TextDelta(text=final, session_id="s"))
+    items, kept_nothing = folding.end(final=True)
+    assert not kept_nothing
+    assert [item.text for item in [*shown, *items] if isinstance(item, TextDelta)] == [final]
+    assert not [item for item in items if not isinstance(item, TextDelta)]

@@ -135,9 +135,11 @@ class Folding:
         self.chat = chat
         """The session's chat file during the prompt (None: not known yet, or not followed)."""
         self.replays = Replays()
-        self._recorded: set[str] = set()
-        """The model calls the chat file had recorded when the last message ended (not read when the current one
-        began: its record may be written before its first chunk is read)."""
+        self._taken = 0
+        """How many of the chat file's recorded model calls (`ChatRecords.answers`, in the order first recorded)
+        belong to messages that have ended; the rest are the current message's call and, when unified reads
+        behind the CLI, later ones (not read when the current message began: its record may be written before its
+        first chunk is read)."""
 
     def text(self, delta: TextDelta) -> list[Shown]:
         return self.replays.text(delta)
@@ -157,7 +159,16 @@ class Folding:
         chat = self.chat
         if chat is not None:
             chat.poll(rescan=final)
-            recorded = [text for key, text in chat.answers.items() if key not in self._recorded]
-            kept = recorded[-1] if recorded else "" if final and chat.prompted else None
-            self._recorded = set(chat.answers)
+            recorded = list(chat.answers.values())[self._taken :]
+            taken = len(recorded)
+            if not final and recorded:
+                # The CLI records a model call before it tells of anything after it (a call, the prompt's end), so
+                # the first call on file with text is this message's; those before it ran tools only (kept ""). A
+                # loaded machine reads the file late, with the calls after it already there: they are left for the
+                # messages they end (taken as a whole, the final answer read early had the prompt end as if the CLI
+                # kept none; a flaky CI failure). With none kept with text, the last one stands (a retry that
+                # brought calls only: the text shown is not in the conversation).
+                taken = next((at + 1 for at, text in enumerate(recorded) if text), taken)
+            kept = recorded[taken - 1] if recorded else "" if final and chat.prompted else None
+            self._taken += taken
         return self.replays.end(kept), kept == ""
