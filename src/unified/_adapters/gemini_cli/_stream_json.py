@@ -55,7 +55,7 @@ from unified._binary.loops import every
 from unified._binary.process import AgentSubprocess
 from unified._internal.counts import positive_int
 from unified._redaction import clip
-from unified.backends import MalformedLine, RunContext, RunOutcome
+from unified.backends import MalformedLine, RunContext, RunOutcome, refusal
 from unified.capabilities import snapshot
 from unified.errors import BackendError, UnifiedError
 from unified.events import (
@@ -247,14 +247,7 @@ class StreamJsonTranslator:
                 self._answered.add(call_id)
                 sid = self.session_id
                 items += [
-                    PermissionDecision(
-                        tool_use_id=call_id,
-                        tool_name=name,
-                        decision="deny",
-                        decided_by="backend",
-                        reason=reason,
-                        session_id=sid,
-                    ),
+                    refusal(call_id, name, reason, decided_by="backend", session_id=sid),
                     ToolResult(tool_use_id=call_id, output=reason, is_error=True, session_id=sid),
                 ]
         return items
