@@ -161,6 +161,16 @@ def _options(server: Answering) -> dict[str, Any]:
     return {"api_key": API_KEY, "base_url": server.base_url, "retry_delay_scale": 0.001, "max_retries": 0}
 
 
+def _flash(
+    tmp_path: Path, backend: str, options: dict[str, Any], *, prompt: str = "hi", **fields: Any
+) -> ExecuteParams:
+    """A run of gemini-2.5-flash on `backend` in `tmp_path`, with `options` (a fake server's, `_options`) and any other
+    `fields`: the setup rounds 24 and 25 repeat in each case."""
+    return ExecuteParams(
+        prompt=prompt, backend=backend, model="gemini-2.5-flash", cwd=tmp_path, backend_options=options, **fields
+    )
+
+
 async def _events(params: ExecuteParams) -> list[UnifiedEvent]:
     async with EventStream(params) as stream:
         return [event async for event in stream]
