@@ -527,6 +527,38 @@ async def test_a_call_refused_with_refusal_is_its_one_deny_in_a_strict_stream() 
     assert (decision.tool_use_id, decision.session_id) == ("c1", "sess-1")
 
 
+async def test_a_call_whose_prompt_the_run_ended_unanswered_gets_the_guards_deny() -> None:
+    """Pin (right on the old code; the guard builds this deny with `refusal` now): a run stopped while the caller's
+    `on_user_input` still weighs a call's permission prompt ends with one `deny` for that call, the user's (the
+    caller stopped it), saying the call did not run."""
+
+    async def weighs(request: UserInputRequest) -> UserInputResponse:
+        await anyio.sleep_forever()
+        raise AssertionError("never answered")
+
+    prompt = _question().model_copy(update={"tool_use_id": "c1", "tool_name": "write_file"})
+    steps: list[Step] = [START, ToolUse(tool_use_id="c1", name="write_file"), Ask(prompt)]
+    out: list[UnifiedEvent] = []
+    with anyio.fail_after(HANG_GUARD_S):
+        async with EventStream(params(on_user_input=weighs), backend=ScriptedBackend(steps)) as stream:
+            async for event in stream:
+                out.append(event)
+                if isinstance(event, UserInputRequest):
+                    stream.cancel(interrupted=True)
+    assert assert_well_formed(out).status == "interrupted"
+    [decision] = [e for e in out if isinstance(e, PermissionDecision)]
+    assert (decision.tool_use_id, decision.tool_name, decision.decision, decision.decided_by) == (
+        "c1",
+        "write_file",
+        "deny",
+        "user",
+    )
+    assert (
+        decision.reason == "the run ended (interrupted) before its permission prompt was answered: the call did not run"
+    )
+    assert decision.session_id == "sess-1"
+
+
 def _question() -> UserInputRequest:
     return UserInputRequest(
         request_id="r1", source="permission", questions=[Question(id="permission", prompt="Allow write_file?")]
