@@ -547,12 +547,8 @@ async def test_a_call_whose_prompt_the_run_ended_unanswered_gets_the_guards_deny
                     stream.cancel(interrupted=True)
     assert assert_well_formed(out).status == "interrupted"
     [decision] = [e for e in out if isinstance(e, PermissionDecision)]
-    assert (decision.tool_use_id, decision.tool_name, decision.decision, decision.decided_by) == (
-        "c1",
-        "write_file",
-        "deny",
-        "user",
-    )
+    denied_by_the_user = ("c1", "write_file", "deny", "user")
+    assert (decision.tool_use_id, decision.tool_name, decision.decision, decision.decided_by) == denied_by_the_user
     assert (
         decision.reason == "the run ended (interrupted) before its permission prompt was answered: the call did not run"
     )
