@@ -38,7 +38,16 @@ from unified._sessions.records import SessionInfo, SessionStore
 from unified._text import choose_one_of
 from unified.conversations import Conversation
 from unified.errors import BackendUnavailable, ConfigurationError
-from unified.events import JsonValue, ResultStatus, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
+from unified.events import (
+    DecidedBy,
+    JsonValue,
+    PermissionDecision,
+    ResultStatus,
+    UnifiedEvent,
+    Usage,
+    UserInputRequest,
+    UserInputResponse,
+)
 from unified.types import ExecuteParams
 
 __all__ = [
@@ -57,6 +66,7 @@ __all__ = [
     "known_backends",
     "load_backend_factory",
     "load_session_locator",
+    "refusal",
     "register_backend",
     "session_backends",
 ]
@@ -163,6 +173,36 @@ class SessionLocator(Protocol):
     async def delete(self, ref: str, cwd: str | None = None) -> SessionInfo:
         """Remove one session (only ever on the caller's explicit request)."""
         ...
+
+
+def refusal(
+    tool_use_id: str,
+    tool_name: str,
+    reason: str,
+    *,
+    decided_by: DecidedBy,
+    rule: str | None = None,
+    stops_run: bool = False,
+    session_id: str | None = None,
+    subagent_task_id: str | None = None,
+) -> PermissionDecision:
+    """The `permission_decision` of a call that is refused and never runs: `deny`, by `decided_by`, for
+    `reason` (why, in words the caller reads).
+
+    Backends that run tools refuse some calls on their own (a policy rule, the run's `max_turns`, a question
+    nobody can answer, a run that stopped before the call's result): one builder, so each says it alike.
+    """
+    return PermissionDecision(
+        tool_use_id=tool_use_id,
+        tool_name=tool_name,
+        decision="deny",
+        decided_by=decided_by,
+        rule=rule,
+        reason=reason,
+        stops_run=stops_run,
+        session_id=session_id,
+        subagent_task_id=subagent_task_id,
+    )
 
 
 class MalformedLine(Exception):

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.foundation.test_bad_input_round21 import _TEXT, QUOTA, _answers, _events, _options
+from tests.foundation.test_bad_input_round21 import _TEXT, QUOTA, _answers, _events, _flash, _options
 from tests.harness.cli_main import in_process
+from tests.harness.raw_http import Answering
 from unified import ExecuteParams, sessions
 from unified.conversations import (
     Conversation,
@@ -35,19 +36,19 @@ from unified.types import Fallback
 async def _stored_session(tmp_path: Path, store: FileSessionStore) -> str:
     """The short id of a generate-content session stored in `store`, one turn long."""
     with _answers([(200, _TEXT)]) as server:
-        events = await _events(
-            ExecuteParams(
-                prompt="hi",
-                backend="generate-content",
-                model="gemini-2.5-flash",
-                cwd=tmp_path,
-                backend_options=_options(server),
-                session_store=store,
-            )
-        )
+        events = await _events(_flash(tmp_path, "generate-content", _options(server), session_store=store))
     [started] = [e for e in events if isinstance(e, SessionStarted)]
     assert started.short_id is not None
     return started.short_id
+
+
+def _resuming(
+    tmp_path: Path, server: Answering, store: FileSessionStore, short: str, *fallback: str | Fallback
+) -> ExecuteParams:
+    """`auto` resuming session `short` of `store` (it routes to generate-content, which owns it), with `fallback`."""
+    return _flash(
+        tmp_path, "auto", _options(server), prompt="again", resume=short, session_store=store, fallback=fallback
+    )
 
 
 @pytest.mark.anyio
@@ -59,18 +60,7 @@ async def test_auto_resuming_leaves_out_a_fallback_that_owns_the_session(tmp_pat
     store = FileSessionStore(tmp_path / "store")
     short = await _stored_session(tmp_path, store)
     with _answers([QUOTA]) as server:
-        events = await _events(
-            ExecuteParams(
-                prompt="again",
-                backend="auto",
-                model="gemini-2.5-flash",
-                cwd=tmp_path,
-                resume=short,
-                backend_options=_options(server),
-                session_store=store,
-                fallback=("generate-content",),
-            )
-        )
+        events = await _events(_resuming(tmp_path, server, store, short, "generate-content"))
     assert len(server.asked) == 1
     assert not [e for e in events if isinstance(e, Failover)]
     [warning] = [e for e in events if isinstance(e, WarningEvent) and e.message.startswith("fallback: ")]
@@ -86,18 +76,7 @@ async def test_auto_resuming_keeps_a_fallback_on_another_model(tmp_path: Path) -
     short = await _stored_session(tmp_path, store)
     with _answers([QUOTA, (200, _TEXT)]) as server:
         pro = Fallback(backend="generate-content", model="gemini-2.5-pro", backend_options=_options(server))
-        events = await _events(
-            ExecuteParams(
-                prompt="again",
-                backend="auto",
-                model="gemini-2.5-flash",
-                cwd=tmp_path,
-                resume=short,
-                backend_options=_options(server),
-                session_store=store,
-                fallback=("generate-content", pro),
-            )
-        )
+        events = await _events(_resuming(tmp_path, server, store, short, "generate-content", pro))
     assert [(e.from_backend, e.to_backend) for e in events if isinstance(e, Failover)] == [
         ("generate-content", "generate-content")
     ]
@@ -145,6 +124,13 @@ def test_the_cli_says_where_a_failover_cut_the_shown_text(
 
 # --- a history whose images no provider takes -----------------------------------------------------------------------
 
+
+async def _continued(tmp_path: Path, server: FakeGemini, backend: str, history: Conversation) -> list[UnifiedEvent]:
+    """A run on the API `backend` against `server` (no retries), continuing `history`."""
+    options = {"api_key": "k", "base_url": server.base_url, "max_retries": 0}
+    return await _events(_flash(tmp_path, backend, options, prompt="go on", history=history))
+
+
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452") + bytes(48)
 """The opening of a PNG: `image_type` reads it as one."""
 
@@ -170,16 +156,7 @@ async def test_a_history_image_no_provider_takes_is_told_as_a_note(
         turns=[UserTurn(parts=[image, TextPart(text="look")]), ModelTurn(parts=[TextPart(text="ok")])]
     )
     async with FakeGemini([ScriptTurn(text="seen")]) as server:
-        events = await _events(
-            ExecuteParams(
-                prompt="go on",
-                backend=backend,
-                model="gemini-2.5-flash",
-                cwd=tmp_path,
-                backend_options={"api_key": "k", "base_url": server.base_url, "max_retries": 0},
-                history=history,
-            )
-        )
+        events = await _continued(tmp_path, server, backend, history)
         sent = json.dumps(server.requests[-1].body)
     result = events[-1]
     assert isinstance(result, Result)
@@ -209,16 +186,7 @@ async def test_a_fallback_whose_binary_is_missing_ends_typed_and_the_session_lef
         for index in range(4):  # the first try and the three retries
             server.inject(Fault(kind="rate_limit", retry_delay="1s"), at_request=index)
         options = {"api_key": "k", "base_url": server.base_url, "retry_delay_scale": 0.001}
-        events = await _events(
-            ExecuteParams(
-                prompt="hi",
-                backend="generate-content",
-                model="gemini-2.5-flash",
-                cwd=tmp_path,
-                backend_options=options,
-                fallback=(Fallback(backend=backend),),
-            )
-        )
+        events = await _events(_flash(tmp_path, "generate-content", options, fallback=(Fallback(backend=backend),)))
     [error] = [e for e in events if isinstance(e, ErrorEvent)]
     assert error.code == "backend_unavailable"
     assert str(tmp_path / "missing" / "agent") in error.message
@@ -234,19 +202,6 @@ async def test_a_fallback_whose_binary_is_missing_ends_typed_and_the_session_lef
 # --- histories the target's API may refuse or outgrow ---------------------------------------------------------------
 
 API_BACKENDS = ("generate-content", "interactions")
-
-
-async def _continued(tmp_path: Path, server: FakeGemini, backend: str, history: Conversation) -> list[UnifiedEvent]:
-    return await _events(
-        ExecuteParams(
-            prompt="go on",
-            backend=backend,
-            model="gemini-2.5-flash",
-            cwd=tmp_path,
-            backend_options={"api_key": "k", "base_url": server.base_url, "max_retries": 0},
-            history=history,
-        )
-    )
 
 
 @pytest.mark.anyio

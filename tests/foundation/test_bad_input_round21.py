@@ -161,6 +161,16 @@ def _options(server: Answering) -> dict[str, Any]:
     return {"api_key": API_KEY, "base_url": server.base_url, "retry_delay_scale": 0.001, "max_retries": 0}
 
 
+def _flash(
+    tmp_path: Path, backend: str, options: dict[str, Any], *, prompt: str = "hi", **fields: Any
+) -> ExecuteParams:
+    """A run of gemini-2.5-flash on `backend` in `tmp_path`, with `options` (a fake server's, `_options`) and any other
+    `fields`: the setup the cases of rounds 21, 24 and 25 share."""
+    return ExecuteParams(
+        prompt=prompt, backend=backend, model="gemini-2.5-flash", cwd=tmp_path, backend_options=options, **fields
+    )
+
+
 async def _events(params: ExecuteParams) -> list[UnifiedEvent]:
     async with EventStream(params) as stream:
         return [event async for event in stream]
@@ -170,12 +180,10 @@ async def _events(params: ExecuteParams) -> list[UnifiedEvent]:
 async def test_a_chain_where_every_backend_gives_out_names_each(tmp_path: Path) -> None:
     """FAILED before: the error said the interactions backend's 401 alone, `result.backend` was generate-content."""
     with _answers([QUOTA, BAD_KEY]) as server:
-        params = ExecuteParams(
-            prompt="hi",
-            backend="generate-content",
-            model="gemini-2.5-flash",
-            cwd=tmp_path,
-            backend_options=_options(server),
+        params = _flash(
+            tmp_path,
+            "generate-content",
+            _options(server),
             fallback=(Fallback(backend="interactions", model="gemini-2.5-flash", backend_options=_options(server)),),
         )
         events = await _events(params)
@@ -207,14 +215,7 @@ async def test_a_fallback_that_cannot_start_is_the_backend_the_result_names(tmp_
     """FAILED before: `result.backend` named generate-content, the backend that gave out first, though the error was
     interactions' (no key given to it: a `Fallback` by name sends no backend_options)."""
     with _answers([QUOTA]) as server:
-        params = ExecuteParams(
-            prompt="hi",
-            backend="generate-content",
-            model="gemini-2.5-flash",
-            cwd=tmp_path,
-            backend_options=_options(server),
-            fallback=("interactions",),
-        )
+        params = _flash(tmp_path, "generate-content", _options(server), fallback=("interactions",))
         with pytest.MonkeyPatch.context() as env:
             for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
                 env.delenv(name, raising=False)
@@ -234,14 +235,8 @@ async def test_a_fallback_that_cannot_start_is_the_backend_the_result_names(tmp_
 async def test_an_error_outside_failover_on_is_left_as_it_was(tmp_path: Path) -> None:
     """Pin: an error that does not fail over names no chain (there is none) and the backend that ran."""
     with _answers([BAD_KEY]) as server:
-        params = ExecuteParams(
-            prompt="hi",
-            backend="generate-content",
-            model="gemini-2.5-flash",
-            cwd=tmp_path,
-            backend_options=_options(server),
-            fallback=("interactions",),
-            failover_on=("rate_limited",),
+        params = _flash(
+            tmp_path, "generate-content", _options(server), fallback=("interactions",), failover_on=("rate_limited",)
         )
         events = await _events(params)
     final = events[-1]
@@ -274,14 +269,7 @@ async def test_a_turn_without_usage_metadata_flags_the_runs_usage(tmp_path: Path
     usage, the second turn's measurement alone, read as measured."""
     measured = {**_TEXT, "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 1}}
     with _answers([(200, _CALL), (200, measured)]) as server:
-        params = ExecuteParams(
-            prompt="hi",
-            backend="generate-content",
-            model="gemini-2.5-flash",
-            cwd=tmp_path,
-            backend_options=_options(server),
-            approval_mode="yolo",
-        )
+        params = _flash(tmp_path, "generate-content", _options(server), approval_mode="yolo")
         events = await _events(params)
     final = events[-1]
     assert isinstance(final, Result)
@@ -295,13 +283,7 @@ async def test_a_turn_with_usage_metadata_is_measured(tmp_path: Path) -> None:
     """Pin: every turn reporting its usage keeps the run's usage unflagged."""
     measured = {**_TEXT, "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 1}}
     with _answers([(200, measured)]) as server:
-        params = ExecuteParams(
-            prompt="hi",
-            backend="generate-content",
-            model="gemini-2.5-flash",
-            cwd=tmp_path,
-            backend_options=_options(server),
-        )
+        params = _flash(tmp_path, "generate-content", _options(server))
         events = await _events(params)
     final = events[-1]
     assert isinstance(final, Result)
@@ -313,13 +295,7 @@ async def test_empty_answers_end_with_usage_flagged(tmp_path: Path) -> None:
     """FAILED before: an empty 200 answer ended with usage 0 read as measured, and the error said "the model's turn
     was malformed 1 times", nothing about what to do."""
     with _answers([(200, b"")] * 2) as server:
-        params = ExecuteParams(
-            prompt="hi",
-            backend="generate-content",
-            model="gemini-2.5-flash",
-            cwd=tmp_path,
-            backend_options=_options(server),
-        )
+        params = _flash(tmp_path, "generate-content", _options(server))
         events = await _events(params)
     assert len(server.asked) == 1  # max_retries=0: not asked again
     final = events[-1]

@@ -14,7 +14,7 @@ from typing import Any, get_args
 import pytest
 from pydantic import ValidationError
 
-from tests.foundation.test_bad_input_round21 import BAD_KEY, QUOTA, _answers, _events, _options
+from tests.foundation.test_bad_input_round21 import BAD_KEY, QUOTA, _answers, _events, _flash, _options
 from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line
 from tests.harness.cli_main import in_process
 from unified import ExecuteParams, backends, execute
@@ -159,14 +159,7 @@ def test_the_snapshot_keeps_the_fields_the_caller_set_and_the_objects_it_shares(
 
 def _auto(tmp_path: Path, server: Any, fallback: tuple[str | Fallback, ...]) -> ExecuteParams:
     """`auto` with a key and base URL in the options: it routes to generate-content, the first of the preference."""
-    return ExecuteParams(
-        prompt="hi",
-        backend="auto",
-        model="gemini-2.5-flash",
-        cwd=tmp_path,
-        backend_options=_options(server),
-        fallback=fallback,
-    )
+    return _flash(tmp_path, "auto", _options(server), fallback=fallback)
 
 
 @pytest.mark.anyio

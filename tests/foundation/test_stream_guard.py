@@ -14,7 +14,7 @@ import pytest
 from tests.hang_guard import HANG_GUARD_S
 from unified import BackendError, ExecuteParams, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified._execute import EventStream
-from unified.backends import RunContext, RunOutcome, UnsupportedOption
+from unified.backends import RunContext, RunOutcome, UnsupportedOption, refusal
 from unified.errors import RunStopped, UnifiedError
 from unified.events import (
     ERROR_CODES,
@@ -494,6 +494,65 @@ async def test_strict_mode_fails_the_run_on_a_violation() -> None:
     result = assert_well_formed(events)
     assert result.status == "error"
     assert "ghost" in (result.error or "")
+
+
+class Refusing(ScriptedBackend):
+    """Refuses its one call on its own, as a built-in backend refuses one past `max_turns`."""
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        await ctx.emit(START.model_copy())
+        await ctx.emit(ToolUse(tool_use_id="c1", name="shell", input={"command": "ls"}))
+        reason = "not run: the run reached max_turns=1"
+        await ctx.emit(refusal("c1", "shell", reason, decided_by="policy", rule="max_turns", stops_run=True))
+        await ctx.emit(ToolResult(tool_use_id="c1", output=reason, is_error=True))
+        return RunOutcome(status="max_turns")
+
+
+async def test_a_call_refused_with_refusal_is_its_one_deny_in_a_strict_stream() -> None:
+    """`unified.backends.refusal` (docs/backends/README.md): the `deny` a backend gives a call it never runs, every
+    field it is given kept, and the one decision of its call (a strict stream would fail the run otherwise)."""
+    events: list[UnifiedEvent] = []
+    async with EventStream(params(), backend=Refusing([]), strict=True) as stream:
+        events = [event async for event in stream]
+    assert assert_well_formed(events).status == "max_turns"
+    [decision] = [e for e in events if isinstance(e, PermissionDecision)]
+    assert decision.model_dump(include={"decision", "decided_by", "rule", "reason", "stops_run", "tool_name"}) == {
+        "decision": "deny",
+        "decided_by": "policy",
+        "rule": "max_turns",
+        "reason": "not run: the run reached max_turns=1",
+        "stops_run": True,
+        "tool_name": "shell",
+    }
+    assert (decision.tool_use_id, decision.session_id) == ("c1", "sess-1")
+
+
+async def test_a_call_whose_prompt_the_run_ended_unanswered_gets_the_guards_deny() -> None:
+    """Pin (right on the old code; the guard builds this deny with `refusal` now): a run stopped while the caller's
+    `on_user_input` still weighs a call's permission prompt ends with one `deny` for that call, the user's (the
+    caller stopped it), saying the call did not run."""
+
+    async def weighs(request: UserInputRequest) -> UserInputResponse:
+        await anyio.sleep_forever()
+        raise AssertionError("never answered")
+
+    prompt = _question().model_copy(update={"tool_use_id": "c1", "tool_name": "write_file"})
+    steps: list[Step] = [START, ToolUse(tool_use_id="c1", name="write_file"), Ask(prompt)]
+    out: list[UnifiedEvent] = []
+    with anyio.fail_after(HANG_GUARD_S):
+        async with EventStream(params(on_user_input=weighs), backend=ScriptedBackend(steps)) as stream:
+            async for event in stream:
+                out.append(event)
+                if isinstance(event, UserInputRequest):
+                    stream.cancel(interrupted=True)
+    assert assert_well_formed(out).status == "interrupted"
+    [decision] = [e for e in out if isinstance(e, PermissionDecision)]
+    denied_by_the_user = ("c1", "write_file", "deny", "user")
+    assert (decision.tool_use_id, decision.tool_name, decision.decision, decision.decided_by) == denied_by_the_user
+    assert (
+        decision.reason == "the run ended (interrupted) before its permission prompt was answered: the call did not run"
+    )
+    assert decision.session_id == "sess-1"
 
 
 def _question() -> UserInputRequest:

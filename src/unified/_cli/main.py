@@ -1144,17 +1144,19 @@ def doctor(
     raise typer.Exit(0 if ready else 1)
 
 
+PrefixOption = Annotated[
+    Path | None,
+    typer.Option(parser=_install_folder, help="Where to install (default: the user data dir, where unified looks)."),
+]
+"""`--prefix` of every install command (`install`, `install-gemini`, `install-claude-code`)."""
+
+
 @app.command("install")
 def install_command(
     backend: Annotated[
         str, typer.Argument(help="The backend whose pinned binary to install: gemini-cli, claude-code or codex.")
     ],
-    prefix: Annotated[
-        Path | None,
-        typer.Option(
-            parser=_install_folder, help="Where to install (default: the user data dir, where unified looks)."
-        ),
-    ] = None,
+    prefix: PrefixOption = None,
 ) -> None:
     """Install a backend's pinned agent binary with npm, where unified finds it. Never global."""
     from unified._cli.install import INSTALLABLE
@@ -1169,12 +1171,7 @@ def install_command(
 
 @app.command("install-gemini")
 def install_gemini_command(
-    prefix: Annotated[
-        Path | None,
-        typer.Option(
-            parser=_install_folder, help="Where to install (default: the user data dir, where unified looks)."
-        ),
-    ] = None,
+    prefix: PrefixOption = None,
 ) -> None:
     """Install the pinned gemini CLI (needs Node.js 20+) with npm, where unified finds it. Never global."""
     _install("gemini-cli", prefix)
@@ -1182,12 +1179,7 @@ def install_gemini_command(
 
 @app.command("install-claude-code")
 def install_claude_code_command(
-    prefix: Annotated[
-        Path | None,
-        typer.Option(
-            parser=_install_folder, help="Where to install (default: the user data dir, where unified looks)."
-        ),
-    ] = None,
+    prefix: PrefixOption = None,
 ) -> None:
     """Install the pinned Claude Code CLI (npm needs Node.js 18+; ~400 MB) where unified finds it. Never global."""
     _install("claude-code", prefix)

@@ -26,6 +26,7 @@ __all__ = [
     "attachment_note",
     "image_note",
     "images_not_taken",
+    "stored_not_taken",
     "taken",
 ]
 
@@ -116,9 +117,24 @@ def images_not_taken(
     ]
     if not found:
         return None
-    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
     return (
         f"the history holds {len(found)} image(s) {provider} does not take ({_ACCEPTED[accepted]}, not empty and "
         "of the type they say): "
-        f"{shown}; each is carried as a text note saying what it was"
+        f"{_first_five(found)}; each is carried as a text note saying what it was"
     )
+
+
+def stored_not_taken(found: list[str], what: str, provider: str) -> list[str]:
+    """The warning of a stored session whose `found` attachments (`what`: "image(s)", "attachment(s)") `provider`
+    does not take, each replaced by a text note in what is sent and kept; none when there are none."""
+    if not found:
+        return []
+    return [
+        f"the stored session holds {len(found)} {what} of a type {provider} does not take: {_first_five(found)}; "
+        "each is sent (and kept) as a text note saying what it was"
+    ]
+
+
+def _first_five(found: list[str]) -> str:
+    """`found` named in a warning: the first five, and how many more."""
+    return ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")

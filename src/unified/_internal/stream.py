@@ -38,13 +38,14 @@ from unified._redaction import (
     run_secrets,
     use_run_secrets,
 )
-from unified.backends import Backend, RunOutcome
+from unified.backends import Backend, RunOutcome, refusal
 from unified.errors import BackendError, ProtocolViolation, RunStopped, UnifiedError
 from unified.events import (
     ERROR_CODES,
     EVENT_TYPES,
     WARNING_CODES,
     AssistantMessage,
+    DecidedBy,
     ErrorEvent,
     Failover,
     ImageOutput,
@@ -1071,16 +1072,9 @@ class StreamGuard:
         for call_id, name in list(agg.prompted.items()):
             if call_id in agg.decided:
                 continue
-            await self.accept(
-                PermissionDecision(
-                    tool_use_id=call_id,
-                    tool_name=name,
-                    decision="deny",
-                    decided_by="user" if status in ("cancelled", "interrupted") else "approval_mode",
-                    reason=f"the run ended ({status}) before its permission prompt was answered: the call did not run",
-                    session_id=agg.session_id,
-                )
-            )
+            reason = f"the run ended ({status}) before its permission prompt was answered: the call did not run"
+            by: DecidedBy = "user" if status in ("cancelled", "interrupted") else "approval_mode"
+            await self.accept(refusal(call_id, name, reason, decided_by=by, session_id=agg.session_id))
 
     async def _report_failure(self, failure: BaseException) -> str:
         """The run's fatal `error` event; its message (as delivered: key shapes hidden) for `result.error`."""

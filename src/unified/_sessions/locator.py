@@ -8,9 +8,9 @@ from unified._sessions.config import default_store
 from unified._sessions.records import SessionInfo, SessionStore, StoredSession, resolve_ref, unreadable_why
 from unified._sessions.stores import described
 from unified.conversations import Conversation, Origin
-from unified.errors import CorruptSession, UnsupportedSessionFormat
+from unified.errors import CorruptSession, SessionNotFound, UnsupportedSessionFormat
 
-__all__ = ["StoreSessionLocator", "resolve_any"]
+__all__ = ["StoreSessionLocator", "resolve_any", "resolve_stored"]
 
 
 async def resolve_any(store: SessionStore, backend: str, ref: str) -> SessionInfo:
@@ -21,6 +21,20 @@ async def resolve_any(store: SessionStore, backend: str, ref: str) -> SessionInf
         return await store.resolve(backend, ref)
     except (CorruptSession, UnsupportedSessionFormat):
         return resolve_ref(ref, await store.list_sessions(backend), backend, unreadable=True)
+
+
+async def resolve_stored(
+    store: SessionStore | None, backend: str, ref: str, *, unreadable: bool = False
+) -> SessionInfo | None:
+    """The session `ref` names in an agent binary's shared `store` (`unreadable`: also one whose record cannot be
+    read, for a delete), or None where there is no store or it has no such session: a binary backend looks there
+    first (a stored session resumes from any project), then in the binary's own files."""
+    if store is None:
+        return None
+    try:
+        return await resolve_any(store, backend, ref) if unreadable else await store.resolve(backend, ref)
+    except SessionNotFound:
+        return None
 
 
 class StoreSessionLocator:

@@ -54,6 +54,7 @@ from unified._redaction import clip
 from unified.events import ErrorEvent, Result, UnifiedEvent, UserInputRequest, UserInputResponse
 from unified.testing._fake_acp import cli_home
 from unified.testing._fake_process import FakeAgentProcess
+from unified.testing._transcript_agent import TranscriptAgent
 from unified.testing._yaml import MalformedYaml
 from unified.types import ApprovalMode, BackendName, ExecuteParams, UserInputHandler
 
@@ -682,7 +683,7 @@ def _transcript_params(
     return run.model_copy(update={"backend_options": options})
 
 
-class _TranscriptAgent:
+class _TranscriptAgent(TranscriptAgent):
     """The stand-in `gemini --acp`: answers the adapter's JSON-RPC from a recorded transcript.
 
     Each message the adapter sends must match the next recorded `send`: the same method (or both a
@@ -691,18 +692,15 @@ class _TranscriptAgent:
     the ids of answers rewritten to the live request ids, and the `chat` records among them
     appended to their chat file under this process's CLI home, each before the message after it.
     `initialize` (sent before recording starts) is answered here. A mismatch ends the process
-    (exit 1) with the reason on stderr, which the adapter reports, and in `differences`.
+    (`TranscriptAgent`).
     """
 
     def __init__(self, entries: list[dict[str, Any]], process: FakeAgentProcess, differences: list[str]) -> None:
-        self.entries = entries
-        self.process = process
-        self.differences = differences
+        super().__init__(entries, process, differences)
         self.home = cli_home(process.env)
         self.ids: dict[Any, Any] = {}
         self.asked: dict[Any, Mapping[str, Any]] = {}
         """Recorded permission requests by live id: what the adapter's answer is compared against."""
-        self.position = 0
         self._play_until_next_send()
 
     def _write(self, message: Mapping[str, Any]) -> None:
@@ -725,11 +723,6 @@ class _TranscriptAgent:
             if reply.get("method") == "session/request_permission":
                 self.asked[reply.get("id")] = reply.get("params") or {}
             self._write(reply)
-
-    def _fail(self, reason: str) -> None:
-        self.differences.append(reason)
-        self.process.write_stderr(f"replay: {reason}\n")
-        self.process.exit(1)
 
     def answer(self, line: str) -> None:
         message = json.loads(line)
@@ -864,7 +857,7 @@ def _claude_params(
     return run.model_copy(update={"backend_options": options})
 
 
-class _ClaudeTranscriptAgent:
+class _ClaudeTranscriptAgent(TranscriptAgent):
     """The stand-in `claude`: answers the adapter's stream-json lines from a recorded transcript.
 
     Each line the adapter sends must match the next recorded `send` (the same `type`, and for a
@@ -873,7 +866,7 @@ class _ClaudeTranscriptAgent:
     requests (random per run) rewritten to the live ones, and the recorded run's cwd in them to the replay's
     (`moved`): the CLI's permission requests carry absolute paths, which unified's policy judged outside the
     replay's workspace, asking about a read the recording's policy allowed unasked. A mismatch ends the
-    process (exit 1) with the reason on stderr, which the adapter reports, and in `differences`.
+    process (`TranscriptAgent`).
     """
 
     def __init__(
@@ -883,14 +876,11 @@ class _ClaudeTranscriptAgent:
         differences: list[str],
         moved: tuple[str, str] | None = None,
     ) -> None:
-        self.entries = entries
+        super().__init__(entries, process, differences)
         self.moved = None if moved is None else tuple(json.dumps(path)[1:-1] for path in moved)
-        self.process = process
-        self.differences = differences
         self.ids: dict[str, str] = {}
         self.asked: dict[str, str] = {}
         """The CLI's permission requests played so far: request id -> the tool it asked about."""
-        self.position = 0
 
     def _play_until_next_send(self) -> None:
         while self.position < len(self.entries) and self.entries[self.position]["dir"] != "send":
@@ -906,11 +896,6 @@ class _ClaudeTranscriptAgent:
             if self.moved is not None and self.moved[0] != self.moved[1]:
                 line = line.replace(self.moved[0], self.moved[1])
             self.process.emit(line)
-
-    def _fail(self, reason: str) -> None:
-        self.differences.append(reason)
-        self.process.write_stderr(f"replay: {reason}\n")
-        self.process.exit(1)
 
     def answer(self, line: str) -> None:
         message = json.loads(line)

@@ -22,6 +22,7 @@ from typing import Any
 
 from unified.events import UserInputRequest, UserInputResponse
 from unified.testing._fake_process import FakeAgentProcess
+from unified.testing._transcript_agent import TranscriptAgent
 from unified.types import ExecuteParams
 
 __all__ = ["CodexTranscriptAgent", "codex_answers", "codex_meta", "codex_prompt", "codex_recorded_answers", "codex_run"]
@@ -102,17 +103,14 @@ def _answering(answers: dict[str, UserInputResponse]) -> Callable[[UserInputRequ
     return answer
 
 
-class CodexTranscriptAgent:
+class CodexTranscriptAgent(TranscriptAgent):
     """The stand-in `codex app-server` (see the module docstring)."""
 
     def __init__(self, entries: list[dict[str, Any]], process: FakeAgentProcess, differences: list[str]) -> None:
-        self.entries = entries
-        self.process = process
-        self.differences = differences
+        super().__init__(entries, process, differences)
         self.ids: dict[Any, Any] = {}
         self.asked: dict[Any, str] = {}
         """Codex's approval requests played so far: request id -> what it asked about (a command, a patch)."""
-        self.position = 0
         self._play_until_next_send()
 
     def _play_until_next_send(self) -> None:
@@ -125,11 +123,6 @@ class CodexTranscriptAgent:
                 params = _object(reply.get("params"))
                 self.asked[reply["id"]] = str(params.get("command") or params.get("itemId") or reply["method"])
             self.process.emit(json.dumps(reply, separators=(",", ":")))
-
-    def _fail(self, reason: str) -> None:
-        self.differences.append(reason)
-        self.process.write_stderr(f"replay: {reason}\n")
-        self.process.exit(1)
 
     def answer(self, line: str) -> None:
         message = json.loads(line)

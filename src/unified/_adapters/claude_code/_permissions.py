@@ -51,7 +51,7 @@ from unified._adapters.claude_code._translate import StreamTranslator, as_object
 from unified._binary.jsonrpc import as_list
 from unified._redaction import clip
 from unified._urls import local_target, resolves_locally
-from unified.backends import RunContext
+from unified.backends import RunContext, refusal
 from unified.events import (
     JsonValue,
     PermissionDecision,
@@ -428,20 +428,14 @@ class PermissionBridge:
             for number, q in enumerate(raw_questions)
         ]
 
-        def decision(choice: Literal["allow", "deny"], reason: str) -> PermissionDecision:
-            return PermissionDecision(
-                tool_use_id=call_id,
-                tool_name=QUESTION_TOOL,
-                decision=choice,
-                decided_by="policy",
-                rule="ask-user",
-                reason=reason,
-                subagent_task_id=task,
+        def refused(reason: str) -> Answer:
+            return Answer(
+                refusal(call_id, QUESTION_TOOL, reason, decided_by="policy", rule="ask-user", subagent_task_id=task),
+                {"behavior": "deny", "message": reason},
             )
 
-        nobody = "the question cannot be asked: nobody answers questions in this non-interactive run"
         if self.ctx.params.on_user_input is None or not questions:
-            return Answer(decision("deny", nobody), {"behavior": "deny", "message": nobody})
+            return refused("the question cannot be asked: nobody answers questions in this non-interactive run")
         reply = await self.ctx.ask_user(
             UserInputRequest(
                 request_id=f"{self.ctx.session_id}:{request_id}",
@@ -454,8 +448,7 @@ class PermissionBridge:
             )
         )
         if reply.cancelled or not reply.answers:
-            told = "the user did not answer the question"
-            return Answer(decision("deny", told), {"behavior": "deny", "message": told})
+            return refused("the user did not answer the question")
         answers: dict[str, str] = {}
         for question in questions:
             given = reply.answers.get(question.id)
@@ -464,4 +457,13 @@ class PermissionBridge:
             labels = given if isinstance(given, list) else [given]
             answers[question.prompt] = ", ".join(str(label) for label in labels)
         updated = {**dict(tool_input), "answers": answers}
-        return Answer(decision("allow", "a question for the user"), {"behavior": "allow", "updatedInput": updated})
+        allowed = PermissionDecision(
+            tool_use_id=call_id,
+            tool_name=QUESTION_TOOL,
+            decision="allow",
+            decided_by="policy",
+            rule="ask-user",
+            reason="a question for the user",
+            subagent_task_id=task,
+        )
+        return Answer(allowed, {"behavior": "allow", "updatedInput": updated})

@@ -21,7 +21,7 @@ from unified._adapters.claude_code._session_files import SessionFiles, parse_ses
 from unified._adapters.claude_code._shared_sessions import SESSION_FILE, session_lines, state_summary
 from unified._binary.shared import session_lease
 from unified._sessions.config import configured_store
-from unified._sessions.locator import resolve_any
+from unified._sessions.locator import resolve_stored
 from unified.backends import SessionLocator
 from unified.conversations import Conversation, Origin
 from unified.errors import SessionNotFound
@@ -55,13 +55,9 @@ class ClaudeSessionLocator:
 
     async def _find(self, ref: str, cwd: str | None, *, unreadable: bool = False) -> tuple[SessionInfo, bool]:
         """The session `ref` names (in every project: it resumes from any directory), and whether it is the store's."""
-        if self._store is not None:
-            try:
-                if unreadable:  # a delete: a record the store cannot read is removable too
-                    return await resolve_any(self._store, BACKEND, ref), True
-                return await self._store.resolve(BACKEND, ref), True
-            except SessionNotFound:
-                pass
+        stored = await resolve_stored(self._store, BACKEND, ref, unreadable=unreadable)
+        if stored is not None:
+            return stored, True
         return await anyio.to_thread.run_sync(partial(self._files().resolve, ref, cwd, unreadable=unreadable)), False
 
     async def show(self, ref: str, cwd: str | None = None) -> dict[str, Any]:

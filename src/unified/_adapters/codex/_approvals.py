@@ -47,7 +47,7 @@ from unified import _limits as limits
 from unified._adapters.codex._translate import AppServerTranslator, tool_call_of, unwrap_shell
 from unified._binary.jsonrpc import JsonRpcConnection, RpcError, as_dict, as_list
 from unified._redaction import clip
-from unified.backends import RunContext
+from unified.backends import RunContext, refusal
 from unified.errors import RunStopped
 from unified.events import (
     ALLOW_ALWAYS,
@@ -218,16 +218,7 @@ class ApprovalBridge:
         self.translator.decided.add(call_id)
         self.translator.not_run[call_id] = reason
         await self.ctx.emit(
-            PermissionDecision(
-                tool_use_id=call_id,
-                tool_name=name,
-                decision="deny",
-                decided_by="policy",
-                rule=rule,
-                reason=reason,
-                stops_run=stops_run,
-                subagent_task_id=task,
-            )
+            refusal(call_id, name, reason, decided_by="policy", rule=rule, stops_run=stops_run, subagent_task_id=task)
         )
 
     def _mcp_call(self, params: dict[str, Any]) -> str:

@@ -86,10 +86,10 @@ from unified._redaction import clip
 from unified._text import json_type
 from unified._undumpable import hide_host_environment
 from unified._version import __version__
-from unified.backends import AgentProcess, RunContext, RunOutcome
+from unified.backends import AgentProcess, RunContext, RunOutcome, refusal
 from unified.conversations import Origin
 from unified.errors import AuthError, BackendError, BackendUnavailable, ConfigurationError, RunStopped, SessionNotFound
-from unified.events import PermissionDecision, SessionStarted, ToolUse, Usage, WarningEvent
+from unified.events import SessionStarted, ToolUse, Usage, WarningEvent
 from unified.types import ExecuteParams, ImageInput
 
 __all__ = ["CodexRun", "Opening", "initialize_params", "thread_params", "user_input"]
@@ -821,13 +821,12 @@ class CodexRun:
         if not interrupted:
             await self._interrupt()
         await self.ctx.emit(
-            PermissionDecision(
-                tool_use_id=call.tool_use_id,
-                tool_name=call.name,
-                decision="deny",
+            refusal(
+                call.tool_use_id,
+                call.name,
+                outside,
                 decided_by="policy",
                 rule=OUTSIDE_RULE.name,
-                reason=outside,
                 subagent_task_id=call.subagent_task_id,
             )
         )

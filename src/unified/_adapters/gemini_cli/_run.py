@@ -37,7 +37,7 @@ from unified._binary.framing import answer_over_cap
 from unified._binary.jsonrpc import ConnectionClosed, LineProblem, as_dict, stream_ended
 from unified._binary.loops import every
 from unified._binary.pool import Lease
-from unified.backends import RunContext, RunOutcome
+from unified.backends import RunContext, RunOutcome, refusal
 from unified.errors import ConfigurationError, UnifiedError
 from unified.events import (
     PermissionDecision,
@@ -303,14 +303,8 @@ class AcpRun:
                 session_id=self.session_id,
             )
             await delivery.deliver_now(use, None)
-            denial = PermissionDecision(
-                tool_use_id=call_id,
-                tool_name=use.name,
-                decision="deny",
-                decided_by="backend",
-                reason=f"the Gemini CLI has no tool named {use.name!r}",
-                session_id=self.session_id,
-            )
+            reason = f"the Gemini CLI has no tool named {use.name!r}"
+            denial = refusal(call_id, use.name, reason, decided_by="backend", session_id=self.session_id)
             await delivery.deliver_now(await relabel(denial), None)
             is_error = not isinstance(output, dict) or "error" in output
             result = ToolResult(tool_use_id=call_id, output=output, is_error=is_error, session_id=self.session_id)

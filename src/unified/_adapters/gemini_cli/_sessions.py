@@ -18,7 +18,7 @@ from unified._adapters.gemini_cli._conversation import conversation_from_message
 from unified._adapters.gemini_cli._relocate import SESSION_ID, check_session_id, session_lease
 from unified._adapters.gemini_cli._shared_sessions import state_summary
 from unified._sessions.config import configured_store
-from unified._sessions.locator import resolve_any
+from unified._sessions.locator import resolve_stored
 from unified.backends import SessionLocator
 from unified.conversations import Conversation, Origin
 from unified.errors import CorruptSession, SessionNotFound
@@ -72,13 +72,9 @@ class GeminiSessionLocator:
 
     async def _find(self, ref: str, cwd: str | None, *, unreadable: bool = False) -> tuple[SessionInfo, bool]:
         """The session `ref` names, and whether it is the shared store's."""
-        if self._store is not None:
-            try:
-                if unreadable:  # a delete: a record the store cannot read is removable too
-                    return await resolve_any(self._store, BACKEND, ref), True
-                return await self._store.resolve(BACKEND, ref), True
-            except SessionNotFound:
-                pass
+        stored = await resolve_stored(self._store, BACKEND, ref, unreadable=unreadable)
+        if stored is not None:
+            return stored, True
         return await anyio.to_thread.run_sync(ChatFiles(self._env).resolve, ref, cwd), False
 
     async def export(self, ref: str, cwd: str | None = None) -> Conversation:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,7 @@ from unified._binary.loops import every
 from unified._binary.process import AgentSubprocess
 from unified._internal.counts import positive_int
 from unified._redaction import clip
-from unified.backends import MalformedLine, RunContext, RunOutcome
+from unified.backends import MalformedLine, RunContext, RunOutcome, refusal
 from unified.capabilities import snapshot
 from unified.errors import BackendError, UnifiedError
 from unified.events import (
@@ -247,14 +247,7 @@ class StreamJsonTranslator:
                 self._answered.add(call_id)
                 sid = self.session_id
                 items += [
-                    PermissionDecision(
-                        tool_use_id=call_id,
-                        tool_name=name,
-                        decision="deny",
-                        decided_by="backend",
-                        reason=reason,
-                        session_id=sid,
-                    ),
+                    refusal(call_id, name, reason, decided_by="backend", session_id=sid),
                     ToolResult(tool_use_id=call_id, output=reason, is_error=True, session_id=sid),
                 ]
         return items
@@ -372,6 +365,13 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
     stopped = False
     ran = 0  # of a capped run, the calls the CLI had run before the kill landed (`_ran_before_the_kill`)
     lost: MalformedLine | None = None  # the model's answer, on a line dropped unread
+
+    async def dropped(bad: MalformedLine) -> None:
+        nonlocal lost
+        if _ANSWER_LINE.match(bad.head):
+            lost = bad
+        await ctx.emit(WarningEvent(code="malformed_line", message=f"dropped a {bad.size}-byte line: {bad.reason}"))
+
     try:
         sweep_debug_logs(keep=log.path.name)
         home = gemini_home(launch.env)
@@ -385,18 +385,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
                     tg.start_soon(every, WATCH_INTERVAL_S, retries.tick, done)
                     tg.start_soon(_give_prompt, child, prompt)
                     try:
-                        while True:
-                            try:
-                                line = await child.receive()
-                            except MalformedLine as bad:
-                                if _ANSWER_LINE.match(bad.head):
-                                    lost = bad
-                                message = f"dropped a {bad.size}-byte line: {bad.reason}"
-                                await ctx.emit(WarningEvent(code="malformed_line", message=message))
-                                continue
-                            if line is None:
-                                break
-                            data = parse_object(line)
+                        while (data := await _read_line(child, dropped)) is not None:
                             if isinstance(data, dict) and data.get("type") == "init":
                                 session_id = data.get("session_id")
                                 named = isinstance(session_id, str) and SESSION_ID.fullmatch(session_id) is not None
@@ -494,18 +483,27 @@ async def _ran_before_the_kill(
     model's going past the cap and not shown. How many there were."""
     ran = 0
     with anyio.move_on_after(DRAIN_S):
-        while True:
-            try:
-                line = await child.receive()
-            except MalformedLine:
-                continue
-            if line is None:
-                break
-            data = parse_object(line)
+        while (data := await _read_line(child)) is not None:
             if isinstance(data, dict) and translator.answers_a_call(data):
                 await _handle_line(ctx, translator, data, folding)
                 ran += 1
     return ran
+
+
+async def _read_line(
+    child: AgentSubprocess, dropped: Callable[[MalformedLine], Awaitable[None]] | None = None
+) -> dict[str, Any] | str | None:
+    """The CLI's next line, parsed (`parse_object`: the object, or why the line is none); None at the end of its
+    output. A line that cannot be read (`MalformedLine`) is skipped, told to `dropped` first: the run's reading
+    warns of it, the reading after the kill at the cap only wants the results that line cannot be."""
+    while True:
+        try:
+            line = await child.receive()
+        except MalformedLine as bad:
+            if dropped is not None:
+                await dropped(bad)
+            continue
+        return None if line is None else parse_object(line)
 
 
 async def _handle_line(

@@ -21,7 +21,7 @@ from unified._adapters.gemini_cli._chat_records import FINAL_STATUSES, usage_fro
 from unified._adapters.gemini_cli._launch import DENIAL_RULE, cli_denials
 from unified._adapters.gemini_cli._translate import BACKEND_ALLOWED
 from unified._binary.follow import JsonlFollower
-from unified.backends import RunContext
+from unified.backends import RunContext, refusal
 from unified.errors import BackendError
 from unified.events import PermissionDecision, SubagentProgress, ToolResult, ToolUse, Usage
 
@@ -61,15 +61,7 @@ def _decision(call: dict[str, Any], call_id: str, name: str, common: dict[str, A
         refused = DENIAL_RULE.search(str(_tool_output(call)))
     if refused is not None:
         reason = "a subagent cannot be asked, and the caller's policy may not allow this call"
-        return PermissionDecision(
-            tool_use_id=call_id,
-            tool_name=name,
-            decision="deny",
-            decided_by="policy",
-            rule=refused["rule"],
-            reason=reason,
-            **common,
-        )
+        return refusal(call_id, name, reason, decided_by="policy", rule=refused["rule"], **common)
     return PermissionDecision(
         tool_use_id=call_id, tool_name=name, decision="allow", decided_by="backend", reason=BACKEND_ALLOWED, **common
     )
@@ -180,18 +172,13 @@ class SubagentWatcher:
             if isinstance(output, dict):
                 output = output.get("error", output.get("output", output))
             await self._ctx.emit(ToolUse(tool_use_id=call_id, name=name, input={}, **common))
+            reason = (
+                f"the subagent has no tool named {name!r}"
+                if rule is None
+                else f"the caller's policy rule {rule} does not allow it, so the Gemini CLI does not offer it"
+            )
             await self._ctx.emit(
-                PermissionDecision(
-                    tool_use_id=call_id,
-                    tool_name=name,
-                    decision="deny",
-                    decided_by="backend" if rule is None else "policy",
-                    rule=rule,
-                    reason=f"the subagent has no tool named {name!r}"
-                    if rule is None
-                    else f"the caller's policy rule {rule} does not allow it, so the Gemini CLI does not offer it",
-                    **common,
-                )
+                refusal(call_id, name, reason, decided_by="backend" if rule is None else "policy", rule=rule, **common)
             )
             await self._ctx.emit(ToolResult(tool_use_id=call_id, output=output, is_error=True, **common))
 

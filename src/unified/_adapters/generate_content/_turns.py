@@ -27,7 +27,7 @@ from unified._adapters.generate_content._stream import WireRequest, stream_chunk
 from unified._adapters.generate_content._translate import GenerateContentTranslator
 from unified._agent_loop import Declarations, Emit, TurnEnd
 from unified._internal.genai_client import GenaiClient
-from unified._internal.images import GEMINI_INLINE_TYPES, image_note, taken
+from unified._internal.images import GEMINI_INLINE_TYPES, image_note, stored_not_taken, taken
 from unified._internal.retry import Failure
 from unified._text import json_type
 from unified.backends import RunOutcome
@@ -120,13 +120,7 @@ def _refused_media(contents: list[types.Content]) -> list[str]:
             if not taken(image, GEMINI_INLINE_TYPES):
                 found.append(f"content {number}: {image.mime_type}")
                 (content.parts or [])[index] = types.Part(text=image_note(image, "Gemini"))
-    if not found:
-        return []
-    return [
-        f"the stored session holds {len(found)} attachment(s) of a type Gemini does not take: "
-        f"{', '.join(found[:5])}{f' and {len(found) - 5} more' if len(found) > 5 else ''}; "
-        "each is sent (and kept) as a text note saying what it was"
-    ]
+    return stored_not_taken(found, "attachment(s)", "Gemini")
 
 
 def _carried_usage(history: Conversation, contents: list[dict[str, Any]]) -> dict[str, Any]:

@@ -51,7 +51,7 @@ from unified._adapters.interactions._translate import (
 from unified._agent_loop import Declarations, Emit, TurnEnd
 from unified._internal.api_errors import HTTP_OF_STATUS, error_from_status, retry_delay, timed_out
 from unified._internal.api_options import GoogleMapsTool
-from unified._internal.images import GEMINI_IMAGE_TYPES, attachment_note
+from unified._internal.images import GEMINI_IMAGE_TYPES, attachment_note, stored_not_taken
 from unified._internal.models import plan_level
 from unified._internal.retry import Failure
 from unified._redaction import clip
@@ -88,13 +88,7 @@ def _refused_images(steps: list[Any]) -> list[str]:
                 size = len(str(item.get("data") or "")) * 3 // 4  # about: it is still base64
                 found.append(f"step {number}: {mime_type}")
                 content[index] = {"type": "text", "text": attachment_note(mime_type, size, "the Interactions API")}
-    if not found:
-        return []
-    return [
-        f"the stored session holds {len(found)} image(s) of a type the Interactions API does not take: "
-        f"{', '.join(found[:5])}{f' and {len(found) - 5} more' if len(found) > 5 else ''}; "
-        "each is sent (and kept) as a text note saying what it was"
-    ]
+    return stored_not_taken(found, "image(s)", "the Interactions API")
 
 
 def _carried_usage(history: Conversation, steps: list[dict[str, Any]]) -> dict[str, Any]:
