@@ -1,0 +1,119 @@
+"""Red team round 40: the tool runtime, the shell-command policy and the questions put to a person.
+
+1. The model's own questions (unified's `ask_user`, which the API backends and the Gemini CLI's ask server run, Claude
+   Code's AskUserQuestion, Codex's request_user_input) reached the caller as the model wrote them: a U+202E turned the
+   rest of a question around, an option `Yes<U+2066>, delete` read as `Yes`. Now escaped as permission prompts are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from tests.security.test_permission_type_confusion import Context, Wire
+from tests.security.test_red_team_round37 import _answer
+from unified._adapters.codex._approvals import ApprovalBridge
+from unified._adapters.codex._translate import AppServerTranslator
+from unified.events import UserInputRequest, UserInputResponse
+from unified.tools._ask_user import AskUserParams, ask_user_tool
+from unified.types import ExecuteParams
+
+pytestmark = pytest.mark.anyio
+
+# --- 1. the model's questions ---------------------------------------------------------------------------------------
+
+HIDDEN = ["\u202e", "\u2066", "\u200d", "\ufeff", "\x1b", "\U000e0041"]
+
+
+def _shown(request: UserInputRequest) -> list[str]:
+    """Every text of a question request a person reads."""
+    texts: list[str] = []
+    for question in request.questions:
+        texts += [question.prompt, question.header or ""]
+        texts += [text for option in question.options for text in (option.label, option.description or "")]
+    return texts
+
+
+def _escaped_everywhere(request: UserInputRequest, char: str) -> None:
+    for text in _shown(request):
+        assert char not in text, text
+    assert any(repr(char)[1:-1] in text or f"\\U{ord(char):08x}" in text for text in _shown(request))
+    assert all(f"{repr(char)[1:-1]}x" in text or f"\\U{ord(char):08x}x" in text for text in _shown(request) if text)
+
+
+@pytest.mark.parametrize("char", HIDDEN)
+async def test_unified_ask_user_shows_a_hidden_character(char: str) -> None:
+    """SUCCEEDED before: the question, its header, its options' labels and descriptions went to `on_user_input` with
+    the character in them; the answer still names the model's own option label."""
+    asked: list[UserInputRequest] = []
+
+    async def bridge(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse(answers={"q1": "option-1"})
+
+    spec = ask_user_tool(bridge, lambda: "r1")
+    params = AskUserParams.model_validate(
+        {
+            "questions": [
+                {
+                    "question": f"Deploy?{char}x",
+                    "header": f"h{char}x",
+                    "options": [{"label": f"Yes{char}x", "description": f"d{char}x"}],
+                }
+            ]
+        }
+    )
+
+    async def progress(message: str) -> None:
+        del message
+
+    output = await spec.run(params, progress)
+    [request] = asked
+    _escaped_everywhere(request, char)
+    assert output.output == {"answers": {f"Deploy?{char}x": f"Yes{char}x"}}
+
+
+@pytest.mark.parametrize("char", HIDDEN)
+async def test_a_claude_code_question_shows_a_hidden_character(tmp_path: Path, char: str) -> None:
+    """SUCCEEDED before: AskUserQuestion's question and options reached the caller as the model wrote them."""
+    asked: list[UserInputRequest] = []
+    question = {
+        "question": f"Deploy?{char}x",
+        "header": f"h{char}x",
+        "options": [{"label": f"Yes{char}x", "description": f"d{char}x"}],
+        "multiSelect": False,
+    }
+    await _answer(tmp_path, "AskUserQuestion", {"questions": [question]}, "default", asked=asked)
+    [request] = asked
+    _escaped_everywhere(request, char)
+
+
+@pytest.mark.parametrize("char", HIDDEN)
+async def test_a_codex_question_shows_a_hidden_character(tmp_path: Path, char: str) -> None:
+    """SUCCEEDED before: request_user_input's question and options reached the caller as the model wrote them; the
+    answer goes back under the question's own id."""
+    asked: list[UserInputRequest] = []
+
+    def answer(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request)
+        return UserInputResponse(answers={"q": f"Yes{char}x"})
+
+    translator = AppServerTranslator(main_thread="T", cwd=str(tmp_path))
+    translator.start_turn("U")
+    ctx, wire = Context(ExecuteParams(prompt="p", cwd=tmp_path, on_user_input=lambda r: None), answer), Wire()
+    question = {
+        "id": "q",
+        "question": f"Deploy?{char}x",
+        "header": f"h{char}x",
+        "options": [{"label": f"Yes{char}x", "description": f"d{char}x"}],
+    }
+    fields = {"threadId": "T", "turnId": "U", "itemId": "call_1", "questions": [question]}
+    await ApprovalBridge(cast(Any, ctx), cast(Any, wire), translator).answer(
+        {"method": "item/tool/requestUserInput", "id": 0, "params": fields}
+    )
+    [request] = asked
+    _escaped_everywhere(request, char)
+    [(_, _, body)] = wire.answers()
+    assert body == {"answers": {"q": {"answers": [f"Yes{char}x"]}}}
