@@ -3,6 +3,10 @@
 1. The model's own questions (unified's `ask_user`, which the API backends and the Gemini CLI's ask server run, Claude
    Code's AskUserQuestion, Codex's request_user_input) reached the caller as the model wrote them: a U+202E turned the
    rest of a question around, an option `Yes<U+2066>, delete` read as `Yes`. Now escaped as permission prompts are.
+2. A caller's deny or ask rule read the folded spellings of the file tools' paths (round 39), not a shell command's
+   words: a deny of `secrets/` let `cat SECRETS/key` and `cat secr<U+200C>ets/key` through. And a rule written in
+   capitals (`Secrets/`) matched its own case only. Now a command's words are folded too, and a rule naming a capital
+   is also read whatever the case.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from tests.security.test_red_team_round37 import _answer
 from unified._adapters.codex._approvals import ApprovalBridge
 from unified._adapters.codex._translate import AppServerTranslator
 from unified.events import UserInputRequest, UserInputResponse
+from unified.tools import Policy
 from unified.tools._ask_user import AskUserParams, ask_user_tool
-from unified.types import ExecuteParams
+from unified.tools._regex import RulePattern
+from unified.types import ApprovalMode, ExecuteParams
 
 pytestmark = pytest.mark.anyio
 
@@ -117,3 +123,69 @@ async def test_a_codex_question_shows_a_hidden_character(tmp_path: Path, char: s
     _escaped_everywhere(request, char)
     [(_, _, body)] = wire.answers()
     assert body == {"answers": {"q": {"answers": [f"Yes{char}x"]}}}
+
+
+# --- 2. a caller's deny and ask rules on a shell command's paths, and rules in capitals -----------------------------
+
+
+def _policy(decision: str, pattern: str, tool: str = "run_shell_command") -> Policy:
+    rule = f"[[rule]]\ntoolName = '{tool}'\ndecision = '{decision}'\npriority = 500\nargsPattern = '''{pattern}'''\n"
+    return Policy.default().with_toml(rule)
+
+
+FOLDED_COMMANDS = [
+    "cat SECRETS/key",
+    "cat Secrets/key",
+    "cat secr\u200cets/key",
+    "cat secrets./key",
+    "cat 'secrets '/key",
+    "cat S'ECRETS'/key",
+    "cp SECRETS/key /tmp/k",
+]
+
+
+@pytest.mark.parametrize("command", FOLDED_COMMANDS)
+@pytest.mark.parametrize(("decision", "mode"), [("deny", "yolo"), ("ask_user", "yolo"), ("deny", "default")])
+def test_a_deny_or_ask_rule_covers_every_spelling_of_its_path_in_a_command(
+    command: str, decision: str, mode: ApprovalMode
+) -> None:
+    """SUCCEEDED before: a deny (or ask) of `secrets/` on run_shell_command let each spelling through (yolo allows every
+    call no rule refuses), though on a volume that folds case, drops trailing dots or ignores the joiner it is
+    `cat secrets/key`. Round 39 folded the file tools' paths only."""
+    verdict = _policy(decision, "secrets/").evaluate("run_shell_command", {"command": command}, mode)
+    assert verdict.decision.value == decision, command
+
+
+@pytest.mark.parametrize("command", ["cat secrets/key", "cat SECRETS/key", "cat secr\u200cets./key"])
+def test_a_deny_rule_in_capitals_covers_every_case(command: str) -> None:
+    """SUCCEEDED before (but for the second): a deny of `Secrets/` matched `Secrets/` alone."""
+    verdict = _policy("deny", "Secrets/").evaluate("run_shell_command", {"command": command}, "yolo")
+    assert verdict.decision.value == "deny"
+    assert _policy("deny", "Secrets/").evaluate("run_shell_command", {"command": "cat public/key"}, "yolo").decision
+
+
+@pytest.mark.parametrize("path", ["secrets/key", "SECRETS/key", "secrets./key"])
+def test_a_file_rule_in_capitals_covers_every_case(path: str) -> None:
+    """SUCCEEDED before (but for round 39's own case-kept fold of `Secrets./key`): `"file_path": "Secrets/` matched
+    `Secrets/` alone, not `secrets/key`."""
+    policy = _policy("deny", '"file_path": "Secrets/', "read_file")
+    assert policy.evaluate("read_file", {"file_path": path}, "default").decision.value == "deny"
+
+
+def test_an_allow_rule_is_never_widened_by_the_folds() -> None:
+    """A pin: an allow of `cat secrets/` does not allow `cat SECRETS/x` or `cat Secrets/x` (asked in default)."""
+    policy = _policy("allow", '"command": "cat secrets/')
+    assert policy.evaluate("run_shell_command", {"command": "cat secrets/x"}, "default").decision.value == "allow"
+    for command in ("cat SECRETS/x", "cat secr\u200cets/x"):
+        assert policy.evaluate("run_shell_command", {"command": command}, "default").decision.value == "ask_user"
+
+
+def test_a_caseless_copy_reads_a_class_and_its_ranges() -> None:
+    """The copy a rule in capitals is searched with (`RulePattern.caseless`) reads `[A-C]` as `[A-Ca-c]` and keeps a
+    negated class negated in both cases; the rule itself stays as written."""
+    pattern = RulePattern(r"[A-C]x[^K]Z")
+    assert pattern.search("bx1z") is False
+    caseless = pattern.caseless()
+    assert caseless.search("bX1z") is True
+    assert caseless.search("bxkz") is False
+    assert caseless is pattern.caseless()
