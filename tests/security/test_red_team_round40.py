@@ -7,6 +7,10 @@
    words: a deny of `secrets/` let `cat SECRETS/key` and `cat secr<U+200C>ets/key` through. And a rule written in
    capitals (`Secrets/`) matched its own case only. Now a command's words are folded too, and a rule naming a capital
    is also read whatever the case.
+3. One command that makes all three of git's marks (`mkdir -p x/objects x/refs && echo ref: ... > x/HEAD`) was judged
+   by what was on disk before it ran, where each write completed nothing: a bare repository made and used at once.
+4. `git -C <a folder outside the workspace>` (or `cd` there, `--work-tree=` there) under a rule allowing git ran that
+   repository's configured filters, diff drivers and hooks.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from tests.security.test_red_team_round37 import _answer
 from unified._adapters.codex._approvals import ApprovalBridge
 from unified._adapters.codex._translate import AppServerTranslator
 from unified.events import UserInputRequest, UserInputResponse
-from unified.tools import Policy
+from unified.tools import Policy, ToolCall, ToolRuntime, _protected, _shell_syntax
 from unified.tools._ask_user import AskUserParams, ask_user_tool
+from unified.tools._policy import Decision, Rule
 from unified.tools._regex import RulePattern
 from unified.types import ApprovalMode, ExecuteParams
 
@@ -189,3 +194,96 @@ def test_a_caseless_copy_reads_a_class_and_its_ranges() -> None:
     assert caseless.search("bX1z") is True
     assert caseless.search("bxkz") is False
     assert caseless is pattern.caseless()
+
+
+# --- 3. a bare repository made by one command ----------------------------------------------------------------------
+
+EVERY_COMMAND = Rule(("run_shell_command",), Decision.ALLOW, priority=9.0, name="all-shell")
+ASKED = ("deny", "protected-paths")
+"""What auto_edit decides on a protected write with nobody to answer (asked, then refused)."""
+
+
+async def _decided(ws: Path, command: str) -> tuple[str, str]:
+    """The decision on `command` under a rule allowing every command, in auto_edit, nobody there to answer."""
+    policy = Policy.default().with_rules([EVERY_COMMAND])
+    async with ToolRuntime(ws, approval_mode="auto_edit", policy=policy) as runtime:
+        decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": command}))
+    return decision.decision, str(decision.rule)
+
+
+MAKES_A_REPOSITORY = [
+    "mkdir -p x/objects x/refs && echo ref: refs/heads/main > x/HEAD",
+    "mkdir -p x/objects/pack x/refs/heads; cd x && echo ref: refs/heads/main > HEAD",
+    "mkdir x && cd x && mkdir objects refs && touch HE\u200cAD",
+    "mkdir -p x/Objects x/REFS && printf 'ref: refs/heads/main' > x/head",
+    "mkdir -p x/objects && echo ../y > x/commondir && touch x/HEAD",
+    "install -d x/objects x/refs && cp /dev/null x/HEAD",
+]
+
+
+@pytest.mark.parametrize("command", MAKES_A_REPOSITORY)
+async def test_one_command_making_a_bare_repository_is_asked(tmp_path: Path, command: str) -> None:
+    """SUCCEEDED before: allowed under a rule allowing every command (each mark's write was judged by the disk before
+    the command, where the others did not exist yet)."""
+    assert await _decided(tmp_path, command) == ASKED
+
+
+async def test_a_command_completing_a_repository_with_two_marks_is_asked(tmp_path: Path) -> None:
+    """SUCCEEDED before: with `x/HEAD` on disk, `mkdir x/objects x/refs` made two marks at once, neither of which
+    completed a repository alone."""
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert await _decided(tmp_path, "mkdir x/objects x/refs") == ASKED
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["mkdir -p x/objects x/refs", "echo HEAD objects refs > notes.txt", "git log HEAD -- objects refs", "touch HEAD"],
+)
+def test_what_makes_no_repository_is_not_held_for_one(tmp_path: Path, command: str) -> None:
+    """A pin: two marks, mark names in text a command prints, git's own revisions: no reason."""
+    assert _protected.shell_protected(_shell_syntax.parse(command), tmp_path, [tmp_path]) is None
+
+
+# --- 4. git in a repository outside the workspace ------------------------------------------------------------------
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder beside the workspace (`tmp_path / "ws"`), and a link to it inside."""
+    (tmp_path / "ws" / "sub").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "ws" / "lnk").symlink_to(tmp_path / "other")
+    return tmp_path / "other"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git -C {other} status",
+        "git -C .. status",
+        "git -C sub -C ../.. diff",
+        "git -C lnk log",
+        "cd {other} && git status",
+        "git --work-tree={other} diff",
+        "git --work-tree {other} status",
+    ],
+)
+async def test_git_in_a_folder_outside_the_workspace_is_asked(outside: Path, command: str) -> None:
+    """SUCCEEDED before: allowed under a rule allowing every command, and git obeyed the other repository's config
+    (a `filter.x.clean` ran on `git status`)."""
+    ws = outside.parent / "ws"
+    assert await _decided(ws, command.format(other=outside)) == ASKED
+
+
+@pytest.mark.parametrize("command", ["git status", "git -C sub status", "git -C sub -C .. log", "cd sub && git diff"])
+async def test_git_in_the_workspace_is_still_allowed(outside: Path, command: str) -> None:
+    """A pin: git inside the workspace stays allowed by the rule."""
+    assert await _decided(outside.parent / "ws", command) == ("allow", "all-shell")
+
+
+async def test_git_outside_the_workspace_runs_in_yolo(outside: Path) -> None:
+    """A pin: yolo allows it, as it allows every call."""
+    async with ToolRuntime(outside.parent / "ws", approval_mode="yolo") as runtime:
+        decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": f"git -C {outside} status"}))
+    assert decision.decision == "allow"
