@@ -11,6 +11,17 @@
    by what was on disk before it ran, where each write completed nothing: a bare repository made and used at once.
 4. `git -C <a folder outside the workspace>` (or `cd` there, `--work-tree=` there) under a rule allowing git ran that
    repository's configured filters, diff drivers and hooks.
+
+Then the holes found this round (each test's docstring says what happened before):
+
+5. bash expands a `~` after the `=` of an argument that looks like an assignment (`dd of=~/bin/git`): it was read as
+   the text `of=~/bin/git`, a file here.
+6. A redirection's descriptor of over 4,300 digits (`echo x 111...1>y`) raised ValueError out of the policy: the run
+   ended with an internal error. The same cap on `int` left out `kill -9 -000...001`, which bash reads as -1.
+7. The descriptor before each redirection was found by a regex search of the whole text before it: quadratic
+   (4,000 redirections in 76 KB: 17.8 s, 4,000 here-documents: 10.7 s, the event loop held; now 0.75 s and 0.71 s).
+8. `0<y rm -rf z`: tree-sitter-bash takes the `0` for the command's name, and the part was `0 rm -rf z`: a deny of `rm`
+   did not apply (and an allow of a command named `0`... would have).
 """
 
 from __future__ import annotations
@@ -27,7 +38,7 @@ from unified._adapters.codex._translate import AppServerTranslator
 from unified.events import UserInputRequest, UserInputResponse
 from unified.tools import Policy, ToolCall, ToolRuntime, _protected, _shell_syntax
 from unified.tools._ask_user import AskUserParams, ask_user_tool
-from unified.tools._policy import Decision, Rule
+from unified.tools._policy import Decision, Rule, kills_all
 from unified.tools._regex import RulePattern
 from unified.types import ApprovalMode, ExecuteParams
 
@@ -287,3 +298,111 @@ async def test_git_outside_the_workspace_runs_in_yolo(outside: Path) -> None:
     async with ToolRuntime(outside.parent / "ws", approval_mode="yolo") as runtime:
         decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": f"git -C {outside} status"}))
     assert decision.decision == "allow"
+
+
+# --- 5. a `~` bash expands after an argument's `=` -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command", ["dd if=payload of=~/bin/git", "dd if=payload of=~/.local/bin/git", "cp payload PATH=a:~/bin/git"]
+)
+async def test_a_tilde_after_an_arguments_equals_sign_is_read_as_bash_expands_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """SUCCEEDED before: allowed under a rule allowing every command, the word read as a file `of=~/bin/git` in the
+    workspace; bash writes `$HOME/bin/git`, which a login puts in PATH ahead of git."""
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)
+    (tmp_path / "ws").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    assert await _decided(tmp_path / "ws", command) == ASKED
+
+
+@pytest.mark.parametrize(
+    ("word", "known"),
+    [
+        *[("of=~/x", False), ("x=a:~/b", False), ("x[1]=~/z", False), ("a+=~/x", False), ("x=~", False)],
+        *[("1x=~/y", True), ("--file=~/c", True), ("a:~/b", True), ("x=y", True)],
+    ],
+)
+def test_which_arguments_bash_expands_a_tilde_in(word: str, known: bool) -> None:
+    """As measured with bash 5.2 (`echo x=~/y` prints `x=$HOME/y`, `echo --file=~/c` and `echo 1x=~/y` do not)."""
+    [part] = _shell_syntax.parse(f"echo {word}")
+    assert (part.words[1] is not None) is known
+
+
+# --- 6. a number past what Python's int reads ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command", ["echo x " + "1" * 5000 + ">y", "cat 0" + "0" * 5000 + "<<<y", "echo " + "3" * 5000 + "<&0"]
+)
+async def test_a_descriptor_of_thousands_of_digits_is_judged_not_raised(tmp_path: Path, command: str) -> None:
+    """RAISED before: ValueError (Python's limit of 4,300 digits) out of `ToolRuntime.decide`, which ended the run with
+    an internal error."""
+    async with ToolRuntime(tmp_path, approval_mode="default") as runtime:
+        decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": command}))
+    assert decision.decision == "deny"  # asked, nobody to answer
+
+
+@pytest.mark.parametrize("pid", ["-" + "0" * 5000 + "1", "-" + "0" * 20 + "1", " -1"])
+def test_kill_of_pid_minus_one_with_leading_zeros_is_a_mass_kill(pid: str) -> None:
+    """SUCCEEDED before (the first): `kill -9 -000...001` (bash: -1, every process the user owns) was no mass kill, and
+    an allow rule for `kill` covered it."""
+    assert kills_all(["kill", "-9", pid]) is not None
+    rule = "[[rule]]\ntoolName = 'run_shell_command'\ndecision = 'allow'\npriority = 500\ncommandPrefix = 'kill'\n"
+    policy = Policy.default().with_toml(rule)
+    assert policy.evaluate("run_shell_command", {"command": f"kill -9 '{pid}'"}, "default").decision.value == "ask_user"
+
+
+def test_a_pid_past_what_bash_reads_is_none() -> None:
+    """A pin: 20 significant digits are past intmax_t (bash refuses the pid), and `-` is no number."""
+    assert _shell_syntax.decimal("-" + "9" * 20) is None
+    assert _shell_syntax.decimal("-") is None
+    assert _shell_syntax.decimal("0" * 5000 + "42") == 42
+
+
+# --- 7. the descriptor before each redirection, found in linear time -----------------------------------------------
+
+
+class _Counted(bytes):
+    """A command's bytes that count what the parser slices out of them."""
+
+    sliced = 0
+
+    def __getitem__(self, key: Any) -> Any:
+        got = super().__getitem__(key)
+        if isinstance(key, slice):
+            _Counted.sliced += len(got)
+        return got
+
+
+@pytest.mark.parametrize("line", ["cat x > /dev/null", "cat <<E\nx\nE"])
+def test_the_parse_of_many_redirections_reads_the_command_a_bounded_number_of_times(line: str) -> None:
+    """FAILED before: each redirection's descriptor was searched for in the whole text before it (`data[:start]`), so
+    2,000 of them sliced about 2,000 times half the command (17.8 s for 4,000 in 76 KB). Counted, not timed."""
+    command = "\n".join([line] * 2000)
+    walker = _shell_syntax._Walker(command, depth=0, via=())
+    walker.data = _Counted(walker.data)
+    _Counted.sliced = 0
+    parts = walker.run()
+    assert len(parts) == 2000
+    assert _Counted.sliced < 20 * len(command), _Counted.sliced
+
+
+# --- 8. a `0<` before the command ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["0<y rm -rf z", "0>y rm -rf z", "x=1 0<y rm -rf z", "0<<<y rm -rf z"])
+def test_a_zero_descriptor_before_the_command_is_no_command_name(command: str) -> None:
+    """SUCCEEDED before: the part was `0 rm -rf z` and a deny of `rm` let it run in yolo."""
+    rule = "[[rule]]\ntoolName = 'run_shell_command'\ndecision = 'deny'\npriority = 500\ncommandPrefix = 'rm'\n"
+    policy = Policy.default().with_toml(rule)
+    assert policy.evaluate("run_shell_command", {"command": command}, "yolo").decision.value == "deny"
+    assert [part.words for part in _shell_syntax.parse(command)] == [("rm", "-rf", "z")]
+
+
+def test_a_zero_descriptor_alone_still_writes() -> None:
+    """A pin: `0>.envrc` makes no command, and still writes `.envrc`."""
+    [part] = _shell_syntax.parse("0>.envrc")
+    assert part.writes == (".envrc",)

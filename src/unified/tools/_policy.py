@@ -426,25 +426,18 @@ def _kill_all(args: list[str | None]) -> str | None:
             index += 1  # the signal
         elif arg in ("-l", "-L"):
             return None
-        elif operands or (arg[1:].isdigit() and index > 1) or (_pid(arg) is not None and index > 1):
+        elif operands or (arg[1:].isdigit() and index > 1) or (_shell_syntax.decimal(arg) is not None and index > 1):
             operands.append(arg)  # a negative pid after the signal: `kill -9 -1`
         # else the signal (`-9`, `-KILL`, `-SIGTERM`, `-1` first is SIGHUP)
     for operand in operands:
         if operand is None:
             return "kill of a pid only known at run time, which may be -1 (every process)"
-        pid = _pid(operand)
+        pid = _shell_syntax.decimal(operand)  # as bash reads it: `-000...001` is -1
         if pid in (-1, 0):
             return (
                 f"kill {operand} signals every process the user owns" if pid == -1 else "kill 0 signals its whole group"
             )
     return None
-
-
-def _pid(word: str) -> int | None:
-    try:
-        return int(word, 10)
-    except ValueError:
-        return None
 
 
 def _pkill_all(name: str, args: list[str]) -> str | None:
