@@ -22,6 +22,8 @@ Then the holes found this round (each test's docstring says what happened before
    (4,000 redirections in 76 KB: 17.8 s, 4,000 here-documents: 10.7 s, the event loop held; now 0.75 s and 0.71 s).
 8. `0<y rm -rf z`: tree-sitter-bash takes the `0` for the command's name, and the part was `0 rm -rf z`: a deny of `rm`
    did not apply (and an allow of a command named `0`... would have).
+9. Under a deny of `secrets/`, `git grep` was judged as a walk of its folder, but `git show`, `git log -p`, `git diff`,
+   `git archive HEAD`, `git cat-file --batch-all-objects --batch` print tracked files' content too, and were allowed.
 """
 
 from __future__ import annotations
@@ -406,3 +408,46 @@ def test_a_zero_descriptor_alone_still_writes() -> None:
     """A pin: `0>.envrc` makes no command, and still writes `.envrc`."""
     [part] = _shell_syntax.parse("0>.envrc")
     assert part.writes == (".envrc",)
+
+
+# --- 9. git printing the files it tracks ---------------------------------------------------------------------------
+
+GIT_PRINTERS = [
+    "git show",
+    "git -C . show HEAD",
+    "git --no-pager log -p",
+    "git log -U3",
+    "git diff HEAD",
+    "git archive HEAD",
+    "git cat-file --batch-all-objects --batch",
+    "git format-patch --stdout --root",
+    "git stash show -p",
+]
+
+
+@pytest.fixture
+def tracked(tmp_path: Path) -> Path:
+    """A workspace holding `secrets/key` (as a repository tracks it; git itself is not run)."""
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "key").write_text("hunter2\n")
+    return tmp_path
+
+
+async def _yolo_with_a_deny_of_secrets(ws: Path, command: str) -> str:
+    rule = "[[rule]]\ntoolName = 'run_shell_command'\ndecision = 'deny'\npriority = 500\nargsPattern = 'secrets/'\n"
+    async with ToolRuntime(ws, approval_mode="yolo", policy=Policy.default().with_toml(rule)) as runtime:
+        decision = await runtime.decide(ToolCall("c1", "run_shell_command", {"command": command}))
+    return decision.decision
+
+
+@pytest.mark.parametrize("command", GIT_PRINTERS)
+async def test_git_printing_tracked_files_is_judged_as_a_walk(tracked: Path, command: str) -> None:
+    """SUCCEEDED before: allowed in yolo past a deny of `secrets/` (measured: `git show` of the commit adding it printed
+    `hunter2`); `git grep k` was already denied."""
+    assert await _yolo_with_a_deny_of_secrets(tracked, command) == "deny"
+
+
+@pytest.mark.parametrize("command", ["git log --oneline", "git status", "git log --stat", "git branch", "git ls-files"])
+async def test_git_printing_no_files_is_still_allowed(tracked: Path, command: str) -> None:
+    """A pin: what prints no file's content stays allowed."""
+    assert await _yolo_with_a_deny_of_secrets(tracked, command) == "allow"

@@ -57,6 +57,7 @@ __all__ = [
     "git_configured",
     "git_directory",
     "git_included",
+    "git_words_verb",
     "glob_links_out",
     "hard_linked",
     "linked_from_protected",
@@ -1618,13 +1619,18 @@ def _git_verb(part: SimpleCommand) -> tuple[str, list[str]] | None:
     """A git command's verb and the words after it (`git -C x grep foo`: `grep`, `[foo]`), or None."""
     if _program(part) != "git":
         return None
-    words = [w for w in part.words[1:] if w is not None]
+    return git_words_verb([w for w in part.words[1:] if w is not None])
+
+
+def git_words_verb(words: Sequence[str]) -> tuple[str, list[str]] | None:
+    """The verb of git's arguments `words` (after `git`) and the words after it, past git's own options and the value
+    each of `-C`, `-c`, `--git-dir`, `--work-tree`, `--namespace` takes; None without one."""
     index = 0
     while index < len(words) and words[index].startswith("-"):
         index += 2 if words[index] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
     if index >= len(words):
         return None
-    return words[index], words[index + 1 :]
+    return words[index], list(words[index + 1 :])
 
 
 def _git_writes_config(part: SimpleCommand) -> str | None:

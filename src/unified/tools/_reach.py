@@ -29,7 +29,7 @@ from typing import Any
 from unified import _limits as limits
 from unified.tools import _shell_syntax
 from unified.tools._policy import ALIASES, STRICTNESS, Decision, Policy, Rule, Verdict
-from unified.tools._protected import _cluster_end, _places
+from unified.tools._protected import _cluster_end, _places, git_words_verb
 from unified.types import ApprovalMode
 
 __all__ = [
@@ -468,9 +468,7 @@ def _walks(
     default_here, pattern_first = entry
     args = list(words[1:])
     if name == "git":
-        if [a for a in args if not a.startswith("-")][:1] != ["grep"]:
-            return []
-        return [(place, False, tuple(rewritten), -1)]
+        return [(place, False, tuple(rewritten), -1)] if _git_prints_files(args) else []
     recursive = _RECURSIVE_OPTIONS.get(name)
     if recursive is not None:
         shorts = {o for o in recursive if not o.startswith("-")}
@@ -498,6 +496,38 @@ def _walks(
         elif shifted or any(_mode(_reached(place, w) or place / w) == 0 for _, w in paths):
             found.append((place, False, tuple(rewritten), -1))
     return found
+
+
+_GIT_FILE_PRINTERS = frozenset(
+    {
+        "grep", "show", "diff", "archive", "cat-file", "format-patch", "bundle", "fast-export", "pack-objects",
+        "difftool", "range-diff", "blame", "annotate",
+    }
+)  # fmt: skip
+"""git verbs that print (or pack) the content of files the command does not name: the work tree's (`git grep k`,
+`git diff`) or the repository's objects (`git show`, `git archive HEAD`, `git cat-file --batch-all-objects --batch`).
+Round 40: under a deny of `secrets/`, only `git grep` was judged as a walk, and `git show` printed `secrets/key`."""
+_GIT_PATCH_VERBS = frozenset({"log", "whatchanged", "reflog", "stash"})
+"""git verbs that print files' content only with a patch option (`_GIT_PATCH_OPTIONS`): `git log -p`."""
+_GIT_PATCH_OPTIONS = (
+    *("-p", "-u", "-U", "-c", "-m", "--patch", "--unified", "--cc", "--full-diff", "--word-diff", "--color-words"),
+    *("--binary", "--diff-merges", "--remerge-diff", "--dd", "--textconv", "--ext-diff"),
+)
+"""The options (as written, or the start of one: `-U3`, `--patch-with-stat`) that make a log print patches."""
+
+
+def _git_prints_files(args: Sequence[str]) -> bool:
+    """Whether git's arguments `args` print the content of files they do not name (`_GIT_FILE_PRINTERS`; a log-like
+    verb with a patch option, `_GIT_PATCH_OPTIONS`), judged then as a walk of the folder it runs in, as `git grep` is:
+    what the folder holds is what its repository tracks. What only the history holds (a file deleted since) is not on
+    disk to judge."""
+    found = git_words_verb(args)
+    if found is None:
+        return False
+    verb, rest = found
+    if verb in _GIT_FILE_PRINTERS:
+        return True
+    return verb in _GIT_PATCH_VERBS and any(word.startswith(_GIT_PATCH_OPTIONS) for word in rest)
 
 
 def _mode(path: Path) -> int:
