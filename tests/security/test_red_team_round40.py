@@ -41,7 +41,7 @@ from unified.events import UserInputRequest, UserInputResponse
 from unified.tools import Policy, ToolCall, ToolRuntime, _protected, _shell_syntax
 from unified.tools._ask_user import AskUserParams, ask_user_tool
 from unified.tools._policy import Decision, Rule, kills_all
-from unified.tools._regex import RulePattern
+from unified.tools._regex import PatternError, RulePattern
 from unified.types import ApprovalMode, ExecuteParams
 
 pytestmark = pytest.mark.anyio
@@ -451,3 +451,21 @@ async def test_git_printing_tracked_files_is_judged_as_a_walk(tracked: Path, com
 async def test_git_printing_no_files_is_still_allowed(tracked: Path, command: str) -> None:
     """A pin: what prints no file's content stays allowed."""
     assert await _yolo_with_a_deny_of_secrets(tracked, command) == "allow"
+
+
+def test_a_caseless_copy_that_cannot_be_made_leaves_the_rule_applying(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deny rule in capitals whose caseless copy RE2 cannot compile is a doubt (asked), never passed over."""
+
+    def refused(self: RulePattern) -> RulePattern:
+        raise PatternError("pattern too large - compile failed")
+
+    monkeypatch.setattr(RulePattern, "caseless", refused)
+    verdict = _policy("deny", "Secrets/").evaluate("run_shell_command", {"command": "cat secrets/key"}, "yolo")
+    assert verdict.decision.value == "ask_user"
+
+
+def test_a_mass_kills_reason_clips_its_operand() -> None:
+    """The reason names a 5,000-digit operand in at most 40 characters."""
+    reason = kills_all(["kill", "-9", "-" + "0" * 5000 + "1"])
+    assert reason is not None
+    assert len(reason) < 100

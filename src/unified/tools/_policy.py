@@ -435,7 +435,9 @@ def _kill_all(args: list[str | None]) -> str | None:
         pid = _shell_syntax.decimal(operand)  # as bash reads it: `-000...001` is -1
         if pid in (-1, 0):
             return (
-                f"kill {operand} signals every process the user owns" if pid == -1 else "kill 0 signals its whole group"
+                f"kill {clip(operand, 40, more='…')} signals every process the user owns"
+                if pid == -1
+                else "kill 0 signals its whole group"
             )
     return None
 
@@ -555,7 +557,10 @@ def _refusal_found(
     other = folded()
     found += [pattern.search(text) for text in other]
     if not any(found) and pattern.cased:
-        caseless = pattern.caseless()
+        try:
+            caseless = pattern.caseless()
+        except PatternError:  # a copy RE2 cannot hold (its classes are larger): not known, so the rule may apply
+            return [*found, None]
         found += [caseless.search(text) for text in (*forms, *other)]
     return found
 
