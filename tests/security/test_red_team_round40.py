@@ -469,3 +469,22 @@ def test_a_mass_kills_reason_clips_its_operand() -> None:
     reason = kills_all(["kill", "-9", "-" + "0" * 5000 + "1"])
     assert reason is not None
     assert len(reason) < 100
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cp -r a/objects a/refs b/HEAD x/",
+        "mkdir x && cp -r a/objects a/refs b/HEAD x",
+        "mkdir x; cp -r -t x a/objects a/refs b/HEAD",
+        "mkdir x; mv a/objects a/refs b/HEAD x",
+    ],
+)
+async def test_marks_copied_together_into_one_folder_are_asked(tmp_path: Path, command: str) -> None:
+    """SUCCEEDED before (and after the first fix of this round, which read each mark where its source is): three marks
+    from two folders, none of them a repository, copied into one: `x` becomes one."""
+    (tmp_path / "a" / "objects").mkdir(parents=True)
+    (tmp_path / "a" / "refs").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert await _decided(tmp_path, command) == ASKED

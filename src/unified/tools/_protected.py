@@ -626,7 +626,8 @@ def _makes_repository(parts: Sequence[SimpleCommand], scope: _Scope) -> str | No
     for part in parts:
         named, name = list(part.writes), _program(part)
         if name is not None and name != "git" and (name in data.shell_writers or data.input_writer(name) is not None):
-            named += [w for w in part.words[1:] if w is not None and not w.startswith("-")]
+            operands = [w for w in part.words[1:] if w is not None and not w.startswith("-")]
+            named += operands + _landings_of_marks(part, operands)
         for word in named:
             components = word.split("/")
             for index, component in enumerate(components):
@@ -651,6 +652,32 @@ def _makes_repository(parts: Sequence[SimpleCommand], scope: _Scope) -> str | No
                 "config and hooks"
             )
     return None
+
+
+def _landings_of_marks(part: SimpleCommand, operands: Sequence[str]) -> list[str]:
+    """Where a copy, move or link of a git mark lands (`cp -r a/objects a/refs b/HEAD x/` makes `x/objects`,
+    `x/refs`, `x/HEAD`): each operand named `HEAD`, `objects`, `refs` or `commondir` (folded) put in the directory a
+    `-t`/`--target-directory` names, or else in the last operand. Read of any maker, fail closed: a last operand that
+    is a file's new name only adds a mark no folder gets."""
+    words = [w for w in part.words[1:] if w is not None]
+    targets = [
+        value
+        for word, after in zip(words, [*words[1:], ""], strict=True)
+        for value in (
+            after if word == "-t" else "",
+            word[2:] if word.startswith("-t") and len(word) > 2 else "",
+            word.split("=", 1)[1] if word.startswith("--target-directory=") else "",
+        )
+        if value
+    ]
+    sources = list(operands) if targets else list(operands[:-1])
+    targets = targets or list(operands[-1:])
+    found: list[str] = []
+    for source in sources:
+        name = source.rstrip("/").rsplit("/", 1)[-1]
+        if folded_name(name) in _GIT_MARKS:
+            found += [f"{target.rstrip('/')}/{name}" for target in targets]
+    return found
 
 
 def program_directory(path: Path, search_path: str | None = None, roots: Sequence[Path] = ()) -> str | None:
