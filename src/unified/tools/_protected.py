@@ -662,7 +662,7 @@ def _landings_of_marks(part: SimpleCommand, operands: Sequence[str]) -> list[str
     words = [w for w in part.words[1:] if w is not None]
     targets = [
         value
-        for word, after in zip(words, [*words[1:], ""], strict=True)
+        for word, after in itertools.pairwise([*words, ""])
         for value in (
             after if word == "-t" else "",
             word[2:] if word.startswith("-t") and len(word) > 2 else "",
