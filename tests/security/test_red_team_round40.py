@@ -488,3 +488,8 @@ async def test_marks_copied_together_into_one_folder_are_asked(tmp_path: Path, c
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "HEAD").write_text("ref: refs/heads/main\n")
     assert await _decided(tmp_path, command) == ASKED
+
+
+async def test_a_mark_written_through_an_options_value_counts(tmp_path: Path) -> None:
+    """SUCCEEDED before: `dd of=x/HEAD` named the folder `of=x`, so x's three marks were never seen together."""
+    assert await _decided(tmp_path, "mkdir -p x/objects x/refs && dd if=/dev/null of=x/HEAD") == ASKED

@@ -627,7 +627,8 @@ def _makes_repository(parts: Sequence[SimpleCommand], scope: _Scope) -> str | No
         named, name = list(part.writes), _program(part)
         if name is not None and name != "git" and (name in data.shell_writers or data.input_writer(name) is not None):
             operands = [w for w in part.words[1:] if w is not None and not w.startswith("-")]
-            named += operands + _landings_of_marks(part, operands)
+            named += [path for word in operands for path in _path_candidates(word)]  # `dd of=x/HEAD` too
+            named += _landings_of_marks(part, operands)
         for word in named:
             components = word.split("/")
             for index, component in enumerate(components):
