@@ -493,3 +493,14 @@ async def test_marks_copied_together_into_one_folder_are_asked(tmp_path: Path, c
 async def test_a_mark_written_through_an_options_value_counts(tmp_path: Path) -> None:
     """SUCCEEDED before: `dd of=x/HEAD` named the folder `of=x`, so x's three marks were never seen together."""
     assert await _decided(tmp_path, "mkdir -p x/objects x/refs && dd if=/dev/null of=x/HEAD") == ASKED
+
+
+async def test_git_printing_the_whole_repository_from_a_subfolder_walks_the_workspace(tracked: Path) -> None:
+    """SUCCEEDED before (and after the first fix of this round, which walked the folder it runs in, as for `git
+    grep`): `git show` run in `docs` prints every file of the commit, `secrets/key` included."""
+    (tracked / "docs").mkdir()
+    rule = "[[rule]]\ntoolName = 'run_shell_command'\ndecision = 'deny'\npriority = 500\nargsPattern = 'secrets/'\n"
+    async with ToolRuntime(tracked, approval_mode="yolo", policy=Policy.default().with_toml(rule)) as runtime:
+        for command, decided in (("git show", "deny"), ("git log -p", "deny"), ("git grep k", "allow")):
+            call = ToolCall("c1", "run_shell_command", {"command": command, "dir_path": "docs"})
+            assert (await runtime.decide(call)).decision == decided, command
