@@ -504,3 +504,13 @@ async def test_git_printing_the_whole_repository_from_a_subfolder_walks_the_work
         for command, decided in (("git show", "deny"), ("git log -p", "deny"), ("git grep k", "allow")):
             call = ToolCall("c1", "run_shell_command", {"command": command, "dir_path": "docs"})
             assert (await runtime.decide(call)).decision == decided, command
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"\x53ecrets/", r"\u0053ecrets/", r"\123ecrets/", r"\N{LATIN CAPITAL LETTER S}ecrets/"]
+)
+def test_a_deny_rule_naming_a_capital_by_its_code_covers_every_case(pattern: str) -> None:
+    """FAILED before this round's own fix was extended: a capital written by its code (`\\x53` is `S`) was not seen as
+    one, and the rule matched `Secrets/` alone."""
+    verdict = _policy("deny", pattern).evaluate("run_shell_command", {"command": "cat secrets/key"}, "yolo")
+    assert verdict.decision.value == "deny"

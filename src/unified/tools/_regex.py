@@ -144,6 +144,11 @@ _ONE_CHARACTER = {"LITERAL", "NOT_LITERAL", "ANY", "IN", "CATEGORY"}
 _REPEATS = {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}
 
 
+_CODED_CHARACTER = re.compile(r"\\[xuUN0-7]")
+"""An escape that names a character by its code (`RulePattern.cased`); an escaped backslash before it is read so too
+(never a miss)."""
+
+
 class _Untranslatable(Exception):
     """A construct RE2 has no exact equivalent of (lookaround, backreference, Unicode `\\b`, a count over 1,000)."""
 
@@ -194,8 +199,9 @@ class RulePattern:
 
     @property
     def cased(self) -> bool:
-        """Whether the pattern may name a letter in capitals (`Secrets/`, `\\S` too: a cheap test, never a miss)."""
-        return self.pattern != self.pattern.lower()
+        """Whether the pattern may name a letter in capitals: one written so (`Secrets/`; `\\S` too: a cheap test,
+        never a miss) or by its code (`\\x53ecrets/`, `\\u0053`, `\\N{...}`, `\\123`)."""
+        return self.pattern != self.pattern.lower() or _CODED_CHARACTER.search(self.pattern) is not None
 
     def caseless(self) -> RulePattern:
         """The pattern read whatever the case of the text's letters and its own, made once: what a deny or ask rule
