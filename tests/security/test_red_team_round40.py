@@ -514,3 +514,24 @@ def test_a_deny_rule_naming_a_capital_by_its_code_covers_every_case(pattern: str
     one, and the rule matched `Secrets/` alone."""
     verdict = _policy("deny", pattern).evaluate("run_shell_command", {"command": "cat secrets/key"}, "yolo")
     assert verdict.decision.value == "deny"
+
+
+# --- 10. pkill by a pattern every process that matters matches ---------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [["-f", "[^a]"], ["-f", " "], ["-f", "/"], ["-9", "-f", "[^z]"], ["--full", "/"]])
+def test_pkill_by_a_pattern_matching_every_real_process_is_a_mass_kill(args: list[str]) -> None:
+    """SUCCEEDED before: `pkill -f '[^a]'` was no mass kill (it did not match the sample name `a`), nor `pkill -f ' '`
+    (the samples were bare names, and -f matches whole command lines: `/usr/bin/python3 -m unified run`, unified's
+    host, holds a space and a `/`); an allow rule for `pkill` covered them."""
+    assert kills_all(["pkill", *args]) is not None
+    rule = "[[rule]]\ntoolName = 'run_shell_command'\ndecision = 'allow'\npriority = 500\ncommandPrefix = 'pkill'\n"
+    policy = Policy.default().with_toml(rule)
+    command = " ".join(["pkill", *(f"'{arg}'" for arg in args)])
+    assert policy.evaluate("run_shell_command", {"command": command}, "default").decision.value == "ask_user"
+
+
+@pytest.mark.parametrize("args", [["-f", "vite"], ["node"], ["-f", "python3 -m http.server"], ["-x", "bash"]])
+def test_pkill_of_a_named_program_is_no_mass_kill(args: list[str]) -> None:
+    """A pin: a pattern naming a program stays a rule for `pkill`'s to allow."""
+    assert kills_all(["pkill", *args]) is None

@@ -356,8 +356,19 @@ def _allow_all(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[
 
 
 _KILLERS = frozenset({"kill", "pkill", "killall", "killall5", "skill", "slay"})
-_ALL_NAMES = ("a", "bash", "python3", "node", "unified", "claude", "systemd", "sshd", "-")
-"""Names a pattern must match all of to be taken for "every process" (`pkill .`, `pkill -f ''`)."""
+_ALL_NAMES = ("bash", "-bash", "sh", "python3", "node", "unified", "claude", "systemd", "sshd")
+"""Names a pattern must match all of to be taken for "every process" (`pkill .`, `pkill -f ''`): the processes a mass
+kill takes down, unified's host, the user's shells and session, other agents. Round 40: with the names `a` and `-`
+among them, `pkill -f '[^a]'` (every process whose name is not only a's) was no mass kill."""
+_ALL_COMMAND_LINES = (
+    "/usr/bin/python3 -m unified run",
+    "/bin/bash -l",
+    "node /usr/lib/node_modules/@anthropic-ai/claude-code/cli.js",
+    "/lib/systemd/systemd --user",
+    "sshd: user@pts/0",
+)
+"""What `pkill -f` matches a pattern against, the whole command lines of such processes: `pkill -f ' '` or
+`pkill -f /` takes them all down."""
 _PKILL_SELECTORS = frozenset(
     {
         "-u",
@@ -445,7 +456,7 @@ def _kill_all(args: list[str | None]) -> str | None:
 def _pkill_all(name: str, args: list[str]) -> str | None:
     valued = _KILLALL_VALUED if name in ("killall", "slay") else _PKILL_VALUED
     patterns: list[str] = []
-    selected = False
+    selected = full = False
     regex = name != "killall"
     index = 0
     while index < len(args):
@@ -458,6 +469,7 @@ def _pkill_all(name: str, args: list[str]) -> str | None:
             patterns.append(arg)
             continue
         option = arg.split("=", 1)[0]
+        full = full or option == "--full" or (not option.startswith("--") and "f" in option[1:])
         if option in _PKILL_SELECTORS or (name == "killall" and option in ("-u", "--user")):
             selected = True
         if option in ("-r", "--regexp"):
@@ -474,7 +486,9 @@ def _pkill_all(name: str, args: list[str]) -> str | None:
         except PatternError:
             shown = clip(pattern, 40, more="…")
             return f"{name} by a pattern unified cannot read ({shown}), which may match every process"
-        if all(compiled.search(sample) for sample in _ALL_NAMES):
+        if all(compiled.search(sample) for sample in _ALL_NAMES) or (
+            full and all(compiled.search(sample) for sample in _ALL_COMMAND_LINES)
+        ):
             return f"{name} {clip(pattern, 40, more='…')} matches every process"
     return None
 
