@@ -23,7 +23,12 @@ Then the holes found this round (each test's docstring says what happened before
 8. `0<y rm -rf z`: tree-sitter-bash takes the `0` for the command's name, and the part was `0 rm -rf z`: a deny of `rm`
    did not apply (and an allow of a command named `0`... would have).
 9. Under a deny of `secrets/`, `git grep` was judged as a walk of its folder, but `git show`, `git log -p`, `git diff`,
-   `git archive HEAD`, `git cat-file --batch-all-objects --batch` print tracked files' content too, and were allowed.
+   `git archive HEAD`, `git cat-file --batch-all-objects --batch` print tracked files' content too, and were allowed
+   (in a subfolder, the whole repository's: judged as a walk of the workspace root).
+10. `pkill -f '[^a]'`, `pkill -f ' '` and `pkill -f /` match every process that matters (unified's host among them)
+    and were no mass kill: the sample names held `a` and `-`, and -f matches whole command lines.
+Besides: git marks copied into one folder (`cp -r a/objects a/refs b/HEAD x/`) or named through an option's value
+(`dd of=x/HEAD`), and a deny rule naming a capital by its code (`\x53ecrets/`), extend holes 3 and 2.
 """
 
 from __future__ import annotations
