@@ -540,3 +540,11 @@ def test_pkill_by_a_pattern_matching_every_real_process_is_a_mass_kill(args: lis
 def test_pkill_of_a_named_program_is_no_mass_kill(args: list[str]) -> None:
     """A pin: a pattern naming a program stays a rule for `pkill`'s to allow."""
     assert kills_all(["pkill", *args]) is None
+
+
+async def test_git_in_the_workspace_reached_through_a_link_is_still_allowed(tmp_path: Path) -> None:
+    """A pin: `cd <a link to the workspace> && git status` runs git inside it (macOS's `/tmp` is such a link)."""
+    (tmp_path / "real" / "ws").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real" / "ws")
+    assert await _decided(tmp_path / "link", f"cd {tmp_path / 'link'} && git status") == ("allow", "all-shell")
+    assert await _decided(tmp_path / "link", f"git -C {tmp_path / 'link'} -C .. status") == ASKED

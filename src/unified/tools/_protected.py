@@ -1711,8 +1711,8 @@ def _git_elsewhere(part: SimpleCommand, scope: _Scope) -> str | None:
     `git status`), diff drivers and textconv, hooks, `core.sshCommand`, aliases, ..., none of it a protected path of
     this workspace, all of it written by whoever wrote that repository (round 40: an allow of `git` let `git -C
     /tmp/evil status` run a clean filter). The runtime's own settings (`core.fsmonitor=false`, `GIT_PAGER=cat`) stop
-    two of these only. A folder is outside when it is, as written or with its links resolved; the words before the
-    verb are read as git reads them (each `-C` from the one before)."""
+    two of these only. A folder is outside when its real path is, as the kernel resolves it and as bash's `cd` does
+    (`..` first); the words before the verb are read as git reads them (each `-C` from the one before)."""
     if _program(part) != "git":
         return None
     words = [w for w in part.words[1:] if w is not None]
@@ -1732,11 +1732,12 @@ def _git_elsewhere(part: SimpleCommand, scope: _Scope) -> str | None:
         index += 1
     for folder in [*folders, *(posixpath.join(folder, tree) for folder in folders for tree in trees)]:
         lexical = Path(posixpath.normpath(folder))
-        try:
-            real = Path(os.path.realpath(lexical))
+        try:  # where the kernel takes git (`lnk/..` is the parent of the link's target), and where bash's `cd` does
+            reals = {Path(os.path.realpath(folder)), Path(os.path.realpath(lexical))}
         except (OSError, ValueError):
-            real = lexical
-        if any(not any(path == root or path.is_relative_to(root) for root in scope.roots) for path in (lexical, real)):
+            reals = {lexical}
+        # the real paths alone: the roots are real, and a workspace reached by a link (`/tmp` on macOS) is no outside
+        if any(not any(path == root or path.is_relative_to(root) for root in scope.roots) for path in reals):
             return (
                 f"git runs in {clip(str(lexical), 200, more='…')}, outside the workspace: it obeys that repository's "
                 "config (filters, diff drivers, hooks, aliases)"
