@@ -14,8 +14,17 @@ from pydantic import Field
 
 from unified.events import Question, QuestionOption, UserInputRequest, UserInputResponse
 from unified.tools._base import Params, Progress, ToolError, ToolOutput, ToolSpec
+from unified.tools._paths import shown_prompt
 
-__all__ = ["CURRENT_CALL_ID", "AskOption", "AskQuestion", "AskUserParams", "UserInputBridge", "ask_user_tool"]
+__all__ = [
+    "CURRENT_CALL_ID",
+    "AskOption",
+    "AskQuestion",
+    "AskUserParams",
+    "UserInputBridge",
+    "ask_user_tool",
+    "shown_question",
+]
 
 CURRENT_CALL_ID: ContextVar[str | None] = ContextVar("unified_tool_call_id", default=None)
 """The id of the call being run, set by the runtime, so a question can name the tool_use it belongs to."""
@@ -38,6 +47,29 @@ class AskQuestion(Params):
 
 class AskUserParams(Params):
     questions: list[AskQuestion] = Field(min_length=1, max_length=4, description="One to four questions.")
+
+
+def shown_question(question: Question) -> Question:
+    """`question` as the caller shows it to a person: its prompt, header and each option's label and description
+    escaped as a permission prompt is (`_paths.shown_prompt`). A model's question is text the model wrote, perhaps
+    after reading a prompt injection: a U+202E in it turned the rest of the line around, and an option
+    `Yes<U+2066>, delete it` read as `Yes` (round 40: every backend's question reached the caller as written). The
+    ids are left as they are: the answer names them, and the backend maps them back."""
+    return question.model_copy(
+        update={
+            "prompt": shown_prompt(question.prompt),
+            "header": None if question.header is None else shown_prompt(question.header),
+            "options": [
+                option.model_copy(
+                    update={
+                        "label": shown_prompt(option.label),
+                        "description": None if option.description is None else shown_prompt(option.description),
+                    }
+                )
+                for option in question.options
+            ],
+        }
+    )
 
 
 def _option_id(index: int) -> str:
@@ -64,7 +96,7 @@ def ask_user_tool(bridge: UserInputBridge, request_ids: Callable[[], str]) -> To
         request = UserInputRequest(
             request_id=request_ids(),
             source="model-tool",
-            questions=questions,
+            questions=[shown_question(question) for question in questions],
             tool_use_id=CURRENT_CALL_ID.get(),
             tool_name="ask_user",
         )

@@ -16,7 +16,7 @@ import json
 import posixpath
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from importlib import resources
@@ -164,10 +164,10 @@ class Rule:
         command = str(args.get("command", ""))
         if self.args_pattern is not None:
             texts = texts or _Texts(args)
-            found = [self.args_pattern.search(text) for text in texts.forms()]
-            if self.decision is not Decision.ALLOW and not any(found):
-                # a deny or ask rule covers every spelling of its path a file system may take for it; an allow never
-                found += [self.args_pattern.search(text) for text in texts.folded()]
+            if self.decision is Decision.ALLOW:
+                found = [self.args_pattern.search(text) for text in texts.forms()]
+            else:  # a deny or ask rule covers every spelling of its path a file system may take for it; an allow never
+                found = _refusal_found(self.args_pattern, texts.forms(), texts.folded)
             if self.decision is Decision.ALLOW and not all(found):
                 return Match.NO
             if self.decision is not Decision.ALLOW and not any(found):
@@ -356,8 +356,19 @@ def _allow_all(parts: Sequence[_shell_syntax.SimpleCommand], prefixes: Sequence[
 
 
 _KILLERS = frozenset({"kill", "pkill", "killall", "killall5", "skill", "slay"})
-_ALL_NAMES = ("a", "bash", "python3", "node", "unified", "claude", "systemd", "sshd", "-")
-"""Names a pattern must match all of to be taken for "every process" (`pkill .`, `pkill -f ''`)."""
+_ALL_NAMES = ("bash", "-bash", "sh", "python3", "node", "unified", "claude", "systemd", "sshd")
+"""Names a pattern must match all of to be taken for "every process" (`pkill .`, `pkill -f ''`): the processes a mass
+kill takes down, unified's host, the user's shells and session, other agents. Round 40: with the names `a` and `-`
+among them, `pkill -f '[^a]'` (every process whose name is not only a's) was no mass kill."""
+_ALL_COMMAND_LINES = (
+    "/usr/bin/python3 -m unified run",
+    "/bin/bash -l",
+    "node /usr/lib/node_modules/@anthropic-ai/claude-code/cli.js",
+    "/lib/systemd/systemd --user",
+    "sshd: user@pts/0",
+)
+"""What `pkill -f` matches a pattern against, the whole command lines of such processes: `pkill -f ' '` or
+`pkill -f /` takes them all down."""
 _PKILL_SELECTORS = frozenset(
     {
         "-u",
@@ -426,31 +437,26 @@ def _kill_all(args: list[str | None]) -> str | None:
             index += 1  # the signal
         elif arg in ("-l", "-L"):
             return None
-        elif operands or (arg[1:].isdigit() and index > 1) or (_pid(arg) is not None and index > 1):
+        elif operands or (arg[1:].isdigit() and index > 1) or (_shell_syntax.decimal(arg) is not None and index > 1):
             operands.append(arg)  # a negative pid after the signal: `kill -9 -1`
         # else the signal (`-9`, `-KILL`, `-SIGTERM`, `-1` first is SIGHUP)
     for operand in operands:
         if operand is None:
             return "kill of a pid only known at run time, which may be -1 (every process)"
-        pid = _pid(operand)
+        pid = _shell_syntax.decimal(operand)  # as bash reads it: `-000...001` is -1
         if pid in (-1, 0):
             return (
-                f"kill {operand} signals every process the user owns" if pid == -1 else "kill 0 signals its whole group"
+                f"kill {clip(operand, 40, more='…')} signals every process the user owns"
+                if pid == -1
+                else "kill 0 signals its whole group"
             )
     return None
-
-
-def _pid(word: str) -> int | None:
-    try:
-        return int(word, 10)
-    except ValueError:
-        return None
 
 
 def _pkill_all(name: str, args: list[str]) -> str | None:
     valued = _KILLALL_VALUED if name in ("killall", "slay") else _PKILL_VALUED
     patterns: list[str] = []
-    selected = False
+    selected = full = False
     regex = name != "killall"
     index = 0
     while index < len(args):
@@ -463,6 +469,7 @@ def _pkill_all(name: str, args: list[str]) -> str | None:
             patterns.append(arg)
             continue
         option = arg.split("=", 1)[0]
+        full = full or option == "--full" or (not option.startswith("--") and "f" in option[1:])
         if option in _PKILL_SELECTORS or (name == "killall" and option in ("-u", "--user")):
             selected = True
         if option in ("-r", "--regexp"):
@@ -479,7 +486,9 @@ def _pkill_all(name: str, args: list[str]) -> str | None:
         except PatternError:
             shown = clip(pattern, 40, more="…")
             return f"{name} by a pattern unified cannot read ({shown}), which may match every process"
-        if all(compiled.search(sample) for sample in _ALL_NAMES):
+        if all(compiled.search(sample) for sample in _ALL_NAMES) or (
+            full and all(compiled.search(sample) for sample in _ALL_COMMAND_LINES)
+        ):
             return f"{name} {clip(pattern, 40, more='…')} matches every process"
     return None
 
@@ -548,6 +557,28 @@ def _folded_paths(args: Mapping[str, Any]) -> list[dict[str, Any]]:
     return forms
 
 
+def _refusal_found(
+    pattern: RulePattern, forms: Sequence[str], folded: Callable[[], Sequence[str]]
+) -> list[bool | None]:
+    """What a deny or ask rule's `pattern` finds in a call's texts (`forms`), then, if it finds nothing, in their folded
+    spellings (`folded`, made only then), and last, for a rule that names a capital, read whatever the case
+    (`RulePattern.caseless`) in both: a deny of `Secrets/` covers `secrets/key` and `SECRETS/key`, the same folder on
+    a volume that folds case (round 40: a rule in capitals matched its own case only). Each search's answer (None:
+    a text too long to search, `RulePattern.search`)."""
+    found = [pattern.search(text) for text in forms]
+    if any(found):
+        return found
+    other = folded()
+    found += [pattern.search(text) for text in other]
+    if not any(found) and pattern.cased:
+        try:
+            caseless = pattern.caseless()
+        except PatternError:  # a copy RE2 cannot hold (its classes are larger): not known, so the rule may apply
+            return [*found, None]
+        found += [caseless.search(text) for text in (*forms, *other)]
+    return found
+
+
 def _json(args: Mapping[str, Any]) -> str:
     """The text an `argsPattern` is searched in."""
     return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
@@ -610,16 +641,30 @@ def _deny_each(parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str, 
         return Match.MAYBE
     result = Match.NO
     for part in parts:
-        if (
-            part.unknown is not None
-            or not part.words
-            or any(word is None for word in part.words)
-            or (found := pattern.search(_part_json(part, args))) is None
-        ):
+        if part.unknown is not None or not part.words or any(word is None for word in part.words):
             result = Match.MAYBE
-        elif found:
+            continue
+        found = _refusal_found(pattern, (_part_json(part, args),), functools.partial(_folded_part_json, part, args))
+        if any(found):
             return Match.YES
+        if None in found:
+            result = Match.MAYBE
     return result
+
+
+def _folded_part_json(part: _shell_syntax.SimpleCommand, args: Mapping[str, Any]) -> tuple[str, ...]:
+    """`_part_json` of the part with each word folded as `_folded_paths` folds a path (`folded_name`), with its case
+    kept and folded; each form that differs. A deny of `secrets/` covers `cat SECRETS/key`, `cat secrets./key` and
+    `cat secr<U+200C>ets/key` as it covers `read_file` of them (round 40: only the file tools' paths were folded)."""
+    words = [word for word in part.words if word is not None]
+    forms: list[str] = []
+    for fold_case in (False, True):
+        folded = [folded_name(word, fold_case=fold_case) for word in words]
+        if folded != words:
+            text = _words_json(folded, args)
+            if text not in forms:
+                forms.append(text)
+    return tuple(forms)
 
 
 def _within_budget(parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[str, Any], pattern: RulePattern) -> bool:
@@ -634,8 +679,13 @@ def _within_budget(parts: Sequence[_shell_syntax.SimpleCommand], args: Mapping[s
 def _part_json(part: _shell_syntax.SimpleCommand, args: Mapping[str, Any]) -> str:
     """The arguments' JSON with `command` replaced by one part's words (after quote removal) and the
     free-text description (the model's, it changes nothing that runs) left out."""
+    return _words_json([word for word in part.words if word is not None], args)
+
+
+def _words_json(words: Sequence[str], args: Mapping[str, Any]) -> str:
+    """`_part_json` of a part's known `words`."""
     alone = {key: value for key, value in args.items() if key != "description"}
-    alone["command"] = " ".join(word for word in part.words if word is not None)
+    alone["command"] = " ".join(words)
     return _json(alone)
 
 

@@ -57,6 +57,7 @@ __all__ = [
     "git_configured",
     "git_directory",
     "git_included",
+    "git_words_verb",
     "glob_links_out",
     "hard_linked",
     "linked_from_protected",
@@ -606,6 +607,80 @@ def _holds_git_marks(folder: Path, written: str) -> bool:
     return has("head") and ((has("objects") and has("refs")) or has("commondir"))
 
 
+_GIT_MARKS = frozenset({"head", "objects", "refs", "commondir"})
+"""The entries of `_holds_git_marks`, folded (`folded_name`)."""
+
+
+def _makes_repository(parts: Sequence[SimpleCommand], scope: _Scope) -> str | None:
+    """Why one command may make a folder git takes for a repository (`_holds_git_marks`) out of marks it makes
+    together (`mkdir -p x/objects x/refs && echo ref: refs/heads/main > x/HEAD`, or the same after `cd x`), or None.
+    `git_directory` judges each write by what is on disk before the command runs, where at most one mark is new:
+    three made at once passed, and git run in the folder (`git --git-dir=x`, a user's `git -C x log` on a terminal
+    without the runtime's `safe.bareRepository`) obeys its `config` and hooks (round 40). A mark counts in every
+    spelling a file system may take for it (`folded_name`), named as any component of a path a maker writes
+    (`mkdir -p x/objects/pack` makes `x/objects`) or a redirection's target, from every place of the command. git's
+    own words are not read: they name revisions (`git log HEAD -- refs`), and `git init` makes a repository of git's
+    own configuration."""
+    data = protected_paths()
+    marks: dict[str, set[str]] = {}
+    for part in parts:
+        named, name = list(part.writes), _program(part)
+        if name is not None and name != "git" and (name in data.shell_writers or data.input_writer(name) is not None):
+            operands = [w for w in part.words[1:] if w is not None and not w.startswith("-")]
+            named += [path for word in operands for path in _path_candidates(word)]  # `dd of=x/HEAD` too
+            named += _landings_of_marks(part, operands)
+        for word in named:
+            components = word.split("/")
+            for index, component in enumerate(components):
+                mark = folded_name(component)
+                if mark not in _GIT_MARKS:
+                    continue
+                for place in scope.places:
+                    folder = posixpath.normpath(posixpath.join(str(place), *components[:index]))
+                    marks.setdefault(folder, set()).add(mark)
+    for folder, made in marks.items():
+
+        def has(mark: str, folder: str = folder) -> bool:
+            return os.path.lexists(os.path.join(folder, "HEAD" if mark == "head" else mark))
+
+        if all(has(mark) for mark in made):
+            continue  # a repository already (each write into it is `git_directory`'s), or nothing new
+        found = made | {mark for mark in _GIT_MARKS if has(mark)}
+        if "head" in found and ({"objects", "refs"} <= found or "commondir" in found):
+            shown = relative_to_roots(Path(folder), scope.roots) or "."
+            return (
+                f"{shown} becomes a git repository (HEAD, objects/, refs/) with this command: git run there obeys its "
+                "config and hooks"
+            )
+    return None
+
+
+def _landings_of_marks(part: SimpleCommand, operands: Sequence[str]) -> list[str]:
+    """Where a copy, move or link of a git mark lands (`cp -r a/objects a/refs b/HEAD x/` makes `x/objects`,
+    `x/refs`, `x/HEAD`): each operand named `HEAD`, `objects`, `refs` or `commondir` (folded) put in the directory a
+    `-t`/`--target-directory` names, or else in the last operand. Read of any maker, fail closed: a last operand that
+    is a file's new name only adds a mark no folder gets."""
+    words = [w for w in part.words[1:] if w is not None]
+    targets = [
+        value
+        for word, after in itertools.pairwise([*words, ""])
+        for value in (
+            after if word == "-t" else "",
+            word[2:] if word.startswith("-t") and len(word) > 2 else "",
+            word.split("=", 1)[1] if word.startswith("--target-directory=") else "",
+        )
+        if value
+    ]
+    sources = list(operands) if targets else list(operands[:-1])
+    targets = targets or list(operands[-1:])
+    found: list[str] = []
+    for source in sources:
+        name = source.rstrip("/").rsplit("/", 1)[-1]
+        if folded_name(name) in _GIT_MARKS:
+            found += [f"{target.rstrip('/')}/{name}" for target in targets]
+    return found
+
+
 def program_directory(path: Path, search_path: str | None = None, roots: Sequence[Path] = ()) -> str | None:
     """The directory of `PATH` a file written at `path` lands in (`path` itself, for a copy into a
     directory), or one a login puts in `PATH` once it exists (`login_path`: `~/bin`), or the system
@@ -700,6 +775,9 @@ def shell_protected(
     makers = [part for part in parts if _may_make(part)]
     scope = _Scope(places, roots, makers, entries_left=TREE_CHECK_MAX_ENTRIES, search_path=search_path)
     scope.runs_found = _runs_found(parts)
+    made = _makes_repository(parts, scope)
+    if made is not None:
+        return made
     for source in inputs:
         hit = _names_protected(source.split("\0", 1)[0], scope)
         if hit is not None:
@@ -746,7 +824,7 @@ def shell_protected(
         read = _unread_reason(part, name, scope) or _tree_read_reason(part, name, scope)
         if read is not None:
             return read
-        git = _git_writes_config(part) or _git_local_repository(part, scope)
+        git = _git_writes_config(part) or _git_local_repository(part, scope) or _git_elsewhere(part, scope)
         if git is not None:
             return git
         if writer is not None:
@@ -1569,13 +1647,18 @@ def _git_verb(part: SimpleCommand) -> tuple[str, list[str]] | None:
     """A git command's verb and the words after it (`git -C x grep foo`: `grep`, `[foo]`), or None."""
     if _program(part) != "git":
         return None
-    words = [w for w in part.words[1:] if w is not None]
+    return git_words_verb([w for w in part.words[1:] if w is not None])
+
+
+def git_words_verb(words: Sequence[str]) -> tuple[str, list[str]] | None:
+    """The verb of git's arguments `words` (after `git`) and the words after it, past git's own options and the value
+    each of `-C`, `-c`, `--git-dir`, `--work-tree`, `--namespace` takes; None without one."""
     index = 0
     while index < len(words) and words[index].startswith("-"):
         index += 2 if words[index] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
     if index >= len(words):
         return None
-    return words[index], words[index + 1 :]
+    return words[index], list(words[index + 1 :])
 
 
 def _git_writes_config(part: SimpleCommand) -> str | None:
@@ -1619,6 +1702,46 @@ def _git_local_repository(part: SimpleCommand, scope: _Scope) -> str | None:
         named = "/" in repo or repo.startswith((".", "~")) or _made_here(repo, part, scope)
         if local and (named or any(os.path.lexists(place / repo) for place in scope.places)):
             return f"git {verb} {repo} runs git inside that repository on this machine (its hooks and config)"
+    return None
+
+
+def _git_elsewhere(part: SimpleCommand, scope: _Scope) -> str | None:
+    """Why git may run in a repository outside the roots (`git -C ../other status`, `cd /srv/repo && git log`, `git
+    --work-tree=/x diff`), or None. There git obeys that repository's `config`: its filters (`filter.<x>.clean` on
+    `git status`), diff drivers and textconv, hooks, `core.sshCommand`, aliases, ..., none of it a protected path of
+    this workspace, all of it written by whoever wrote that repository (round 40: an allow of `git` let `git -C
+    /tmp/evil status` run a clean filter). The runtime's own settings (`core.fsmonitor=false`, `GIT_PAGER=cat`) stop
+    two of these only. A folder is outside when its real path is, as the kernel resolves it and as bash's `cd` does
+    (`..` first); the words before the verb are read as git reads them (each `-C` from the one before)."""
+    if _program(part) != "git":
+        return None
+    words = [w for w in part.words[1:] if w is not None]
+    folders = [str(place) for place in scope.places]
+    trees: list[str] = []
+    index = 0
+    while index < len(words) and words[index].startswith("-") and words[index] not in ("-", "--"):
+        key, has_value, value = words[index].partition("=")
+        if key in ("-C", "--work-tree") and not has_value and index + 1 < len(words):
+            value, index = words[index + 1], index + 1
+        if key == "-C" and value:
+            folders = [posixpath.join(folder, value) for folder in folders]
+        elif key == "--work-tree" and value:
+            trees.append(value)
+        elif key == "--namespace" and not has_value:
+            index += 1
+        index += 1
+    for folder in [*folders, *(posixpath.join(folder, tree) for folder in folders for tree in trees)]:
+        lexical = Path(posixpath.normpath(folder))
+        try:  # where the kernel takes git (`lnk/..` is the parent of the link's target), and where bash's `cd` does
+            reals = {Path(os.path.realpath(folder)), Path(os.path.realpath(lexical))}
+        except (OSError, ValueError):
+            reals = {lexical}
+        # the real paths alone: the roots are real, and a workspace reached by a link (`/tmp` on macOS) is no outside
+        if any(not any(path == root or path.is_relative_to(root) for root in scope.roots) for path in reals):
+            return (
+                f"git runs in {clip(str(lexical), 200, more='…')}, outside the workspace: it obeys that repository's "
+                "config (filters, diff drivers, hooks, aliases)"
+            )
     return None
 
 

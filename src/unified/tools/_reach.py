@@ -29,7 +29,7 @@ from typing import Any
 from unified import _limits as limits
 from unified.tools import _shell_syntax
 from unified.tools._policy import ALIASES, STRICTNESS, Decision, Policy, Rule, Verdict
-from unified.tools._protected import _cluster_end, _places
+from unified.tools._protected import _cluster_end, _places, git_words_verb
 from unified.types import ApprovalMode
 
 __all__ = [
@@ -403,7 +403,7 @@ def shell_reach(command: str, cwd: Path, root: Path) -> ShellReach:
                         rewritten[index] = build(form)
                         changed = True
             variants.append(shlex.join(rewritten))
-            walks.extend(_walks(words, rewritten, place))
+            walks.extend(_walks(words, rewritten, place, root))
     for target in _shell_syntax.redirected_inputs(command) if "<" in command else ():
         target = target.split("\0", 1)[0]
         if any(process_path(str(place / target)) for place in places):
@@ -455,12 +455,14 @@ def _reached(place: Path, candidate: str) -> Path | None:
 
 
 def _walks(
-    words: Sequence[str], rewritten: Sequence[str], place: Path
+    words: Sequence[str], rewritten: Sequence[str], place: Path, root: Path
 ) -> list[tuple[Path, bool, tuple[str, ...], int]]:
     """The folders a part reads whole (`RECURSIVE_READERS`): each existing folder an operand names, and `place`
-    when the program searches the folder it runs in by default. That one is `certain` when no operand is left to
-    name a path; else it is walked too, not certain, unless every operand names a path that exists and no option
-    stands before them (`rg -g x docs` searches `.` for `docs`; an option may take the next word as its value)."""
+    when the program searches the folder it runs in by default (`root`, the workspace's, for a git verb that prints
+    the whole repository's files: `git show` in `docs` prints `secrets/key`; `git grep` searches below `place`).
+    That one is `certain` when no operand is left to name a path; else it is walked too, not certain, unless every
+    operand names a path that exists and no option stands before them (`rg -g x docs` searches `.` for `docs`; an
+    option may take the next word as its value)."""
     name = _shell_syntax.command_name(words[0]).lower()
     entry = RECURSIVE_READERS.get(name)
     if entry is None:
@@ -468,9 +470,11 @@ def _walks(
     default_here, pattern_first = entry
     args = list(words[1:])
     if name == "git":
-        if [a for a in args if not a.startswith("-")][:1] != ["grep"]:
+        printed = _git_prints_files(args)
+        if printed is None:
             return []
-        return [(place, False, tuple(rewritten), -1)]
+        whole = printed != "grep" and place.is_relative_to(root)
+        return [(root if whole else place, False, tuple(rewritten), -1)]
     recursive = _RECURSIVE_OPTIONS.get(name)
     if recursive is not None:
         shorts = {o for o in recursive if not o.startswith("-")}
@@ -498,6 +502,40 @@ def _walks(
         elif shifted or any(_mode(_reached(place, w) or place / w) == 0 for _, w in paths):
             found.append((place, False, tuple(rewritten), -1))
     return found
+
+
+_GIT_FILE_PRINTERS = frozenset(
+    {
+        "grep", "show", "diff", "archive", "cat-file", "format-patch", "bundle", "fast-export", "pack-objects",
+        "difftool", "range-diff", "blame", "annotate",
+    }
+)  # fmt: skip
+"""git verbs that print (or pack) the content of files the command does not name: the work tree's (`git grep k`,
+`git diff`) or the repository's objects (`git show`, `git archive HEAD`, `git cat-file --batch-all-objects --batch`).
+Round 40: under a deny of `secrets/`, only `git grep` was judged as a walk, and `git show` printed `secrets/key`."""
+_GIT_PATCH_VERBS = frozenset({"log", "whatchanged", "reflog", "stash"})
+"""git verbs that print files' content only with a patch option (`_GIT_PATCH_OPTIONS`): `git log -p`."""
+_GIT_PATCH_OPTIONS = (
+    *("-p", "-u", "-U", "-c", "-m", "--patch", "--unified", "--cc", "--full-diff", "--word-diff", "--color-words"),
+    *("--binary", "--diff-merges", "--remerge-diff", "--dd", "--textconv", "--ext-diff"),
+)
+"""The options (as written, or the start of one: `-U3`, `--patch-with-stat`) that make a log print patches."""
+
+
+def _git_prints_files(args: Sequence[str]) -> str | None:
+    """The verb, when git's arguments `args` print the content of files they do not name (`_GIT_FILE_PRINTERS`; a
+    log-like verb with a patch option, `_GIT_PATCH_OPTIONS`), judged then as a walk (`_walks`), as `git grep` is:
+    what the folder holds is what its repository tracks. What only the history holds (a file deleted since) is not on
+    disk to judge."""
+    found = git_words_verb(args)
+    if found is None:
+        return None
+    verb, rest = found
+    if verb in _GIT_FILE_PRINTERS or (
+        verb in _GIT_PATCH_VERBS and any(word.startswith(_GIT_PATCH_OPTIONS) for word in rest)
+    ):
+        return verb
+    return None
 
 
 def _mode(path: Path) -> int:

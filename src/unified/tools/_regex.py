@@ -23,6 +23,7 @@ import re2
 __all__ = [
     "CACHED_PATTERNS",
     "CACHED_PROGRAM_MAX",
+    "CASE_RANGE_MAX",
     "MAX_MEMORY",
     "RULE_FALLBACK_TEXT_MAX",
     "Match",
@@ -143,6 +144,11 @@ _ONE_CHARACTER = {"LITERAL", "NOT_LITERAL", "ANY", "IN", "CATEGORY"}
 _REPEATS = {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}
 
 
+_CODED_CHARACTER = re.compile(r"\\[xuUN0-7]")
+"""An escape that names a character by its code (`RulePattern.cased`); an escaped backslash before it is read so too
+(never a miss)."""
+
+
 class _Untranslatable(Exception):
     """A construct RE2 has no exact equivalent of (lookaround, backreference, Unicode `\\b`, a count over 1,000)."""
 
@@ -158,12 +164,13 @@ class RulePattern:
     and such a pattern may not nest repeats (`(a+)+`: exponential in `re`); a longer text answers None (unknown),
     which the policy reads against the caller: an allow rule does not apply, a deny or ask rule is a doubt (asked)."""
 
-    __slots__ = ("_linear", "_stand_in", "python")
+    __slots__ = ("_caseless", "_linear", "_stand_in", "python")
 
-    def __init__(self, source: str) -> None:
-
+    def __init__(self, source: str, *, caseless: bool = False) -> None:
+        """`caseless`: the copy `caseless()` makes, which reads every letter of the pattern whatever its case."""
+        self._caseless: RulePattern | None = self if caseless else None
         try:
-            self.python: re.Pattern[str] = re.compile(source)
+            self.python: re.Pattern[str] = re.compile(source, re.IGNORECASE if caseless else 0)
         except re.error as exc:
             raise PatternError(str(exc)) from None
         except (OverflowError, RecursionError, MemoryError):
@@ -171,7 +178,7 @@ class RulePattern:
         self._linear: Pattern | None
         self._stand_in = False
         try:
-            self._linear = compile_pattern(_translated(source))
+            self._linear = compile_pattern(_translated(source, caseless=caseless))
             self._stand_in = _fffd_stands_for_surrogates(source)
         except (_Untranslatable, PatternError):
             self._linear = None
@@ -189,6 +196,23 @@ class RulePattern:
     def linear(self) -> bool:
         """Whether RE2 searches it (else `re`, in short texts only)."""
         return self._linear is not None
+
+    @property
+    def cased(self) -> bool:
+        """Whether the pattern may name a letter in capitals: one written so (`Secrets/`; `\\S` too: a cheap test,
+        never a miss) or by its code (`\\x53ecrets/`, `\\u0053`, `\\N{...}`, `\\123`)."""
+        return self.pattern != self.pattern.lower() or _CODED_CHARACTER.search(self.pattern) is not None
+
+    def caseless(self) -> RulePattern:
+        """The pattern read whatever the case of the text's letters and its own, made once: what a deny or ask rule
+        written in capitals (`Secrets/`) is searched with in the folded spellings of a call's paths, where
+        `secrets/key` is the same file on a volume that folds case (round 40: it matched its own case only). Each
+        letter becomes the class of its case forms (`[Ss]`, `k` with the Kelvin sign), found by `str` methods: a
+        `(?i)` copy, translated as `RulePattern` translates one (`re` scanning every code point per letter), cost
+        20-355 ms per rule (round 39)."""
+        if self._caseless is None:
+            self._caseless = RulePattern(self.pattern, caseless=True)
+        return self._caseless
 
     def search(self, text: str) -> bool | None:
         """Whether the pattern occurs in `text`; None when that is not known (a text too long for `re`).
@@ -259,14 +283,14 @@ def _fffd_stands_for_surrogates(source: str) -> bool:
     return walk(parsed.data, parsed.state.flags)
 
 
-def _translated(source: str) -> str:
+def _translated(source: str, *, caseless: bool = False) -> str:
     from re import _parser  # type: ignore[attr-defined]
 
     parsed = _parser.parse(source)
-    return _emit(parsed.data, parsed.state.flags, parsed.state)
+    return _emit(parsed.data, parsed.state.flags, parsed.state, caseless)
 
 
-def _emit(items: list[tuple[Any, Any]], flags: int, state: Any) -> str:
+def _emit(items: list[tuple[Any, Any]], flags: int, state: Any, caseless: bool = False) -> str:
     from re import _constants  # type: ignore[attr-defined]
 
     out: list[str] = []
@@ -275,12 +299,12 @@ def _emit(items: list[tuple[Any, Any]], flags: int, state: Any) -> str:
         if name in _UNTRANSLATABLE:
             raise _Untranslatable(name)
         if name in _ONE_CHARACTER:
-            out.append(_character_set(op, av, flags, state))
+            out.append(_character_set(op, av, flags, state, caseless))
         elif name == "SUBPATTERN":
             _group, add, delete, inner = av
-            out.append(f"(?:{_emit(inner.data, (flags | add) & ~delete, state)})")
+            out.append(f"(?:{_emit(inner.data, (flags | add) & ~delete, state, caseless)})")
         elif name == "BRANCH":
-            out.append("(?:" + "|".join(_emit(branch.data, flags, state) for branch in av[1]) + ")")
+            out.append("(?:" + "|".join(_emit(branch.data, flags, state, caseless) for branch in av[1]) + ")")
         elif name in _REPEATS:
             low, high, inner = av
             if (high != _constants.MAXREPEAT and high > 1000) or low > 1000:
@@ -294,7 +318,8 @@ def _emit(items: list[tuple[Any, Any]], flags: int, state: Any) -> str:
                     else (f"{{{low},}}" if high == _constants.MAXREPEAT else f"{{{low},{high}}}")
                 )
             )
-            out.append(f"(?:{_emit(inner.data, flags, state)}){count}" + ("?" if name == "MIN_REPEAT" else ""))
+            lazy = "?" if name == "MIN_REPEAT" else ""
+            out.append(f"(?:{_emit(inner.data, flags, state, caseless)}){count}{lazy}")
         elif name == "AT":
             at = str(av)
             multiline = bool(flags & re.MULTILINE)
@@ -316,15 +341,13 @@ def _emit(items: list[tuple[Any, Any]], flags: int, state: Any) -> str:
     return "".join(out)
 
 
-def _character_set(op: Any, av: Any, flags: int, state: Any) -> str:
-
-    if str(op) == "LITERAL" and not (flags & re.IGNORECASE and chr(av).lower() != chr(av).upper()):
-        return _escaped(av)
-    if (
-        str(op) == "IN"
-        and not flags & re.IGNORECASE
-        and {str(kind) for kind, _ in av} <= {"LITERAL", "RANGE", "NEGATE"}
-    ):
+def _character_set(op: Any, av: Any, flags: int, state: Any, caseless: bool = False) -> str:
+    """One one-character item as RE2 reads it; `caseless` (`RulePattern.caseless`): with each letter's case forms."""
+    ignoring = flags & re.IGNORECASE
+    if str(op) == "LITERAL" and not (ignoring and chr(av).lower() != chr(av).upper()):
+        forms = _case_forms(av) if caseless else [av]
+        return _escaped(av) if len(forms) == 1 else f"[{''.join(_escaped(form) for form in forms)}]"
+    if str(op) == "IN" and not ignoring and {str(kind) for kind, _ in av} <= {"LITERAL", "RANGE", "NEGATE"}:
         # letters and ranges alone mean the same to both (`[^/]` matches "\n" in both): no scan
         negate = "^" if av and str(av[0][0]) == "NEGATE" else ""
         items = [
@@ -332,9 +355,44 @@ def _character_set(op: Any, av: Any, flags: int, state: Any) -> str:
             for kind, value in av
             if str(kind) != "NEGATE"
         ]
+        if caseless:
+            items += [_escaped(form) for form in _class_case_forms(av)]
         if items and not any(_has_surrogate(kind, value) for kind, value in av):  # RE2 reads no surrogate
             return f"[{negate}{''.join(items)}]"
+    if caseless and str(op) in ("NOT_LITERAL", "IN"):
+        flags |= re.IGNORECASE  # rare (`[^S]`, `[\\dA-F]`): `re` scans every code point once, as for a `(?i)`
     return _code_point_class(op, av, flags & (re.IGNORECASE | re.DOTALL | re.ASCII | re.UNICODE), state)
+
+
+CASE_RANGE_MAX = 4_096
+"""The widest range of a class whose letters' other cases `RulePattern.caseless` adds one by one (`[A-Z]` gets
+`a-z`); a wider one (`[\\x00-\\uffff]`) holds both cases of most letters already."""
+
+
+def _case_forms(code: int) -> list[int]:
+    """The code points `re`'s `(?i)` takes for `code`: its lower, upper, title and folded forms, and the ones `re`
+    adds (`re._casefix`: the Kelvin sign for `k`, the long s for `s`), `code` first."""
+    from re import _casefix  # type: ignore[attr-defined]
+
+    char = chr(code)
+    found = [code]
+    for other in (char.lower(), char.upper(), char.title(), char.casefold()):
+        if len(other) == 1 and ord(other) not in found:
+            found.append(ord(other))
+    for form in list(found):
+        found += [extra for extra in _casefix._EXTRA_CASES.get(form, ()) if extra not in found]
+    return found
+
+
+def _class_case_forms(av: Any) -> list[int]:
+    """The other case forms of a simple class's letters and of each letter of its ranges (`CASE_RANGE_MAX`)."""
+    codes: list[int] = []
+    for kind, value in av:
+        if str(kind) == "LITERAL":
+            codes.append(value)
+        elif str(kind) == "RANGE" and value[1] - value[0] <= CASE_RANGE_MAX:
+            codes.extend(range(value[0], value[1] + 1))
+    return [form for code in codes for form in _case_forms(code)[1:] if not 0xD800 <= form <= 0xDFFF]
 
 
 def _has_surrogate(kind: Any, value: Any) -> bool:

@@ -35,7 +35,16 @@ from unified._redaction import clip
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-__all__ = ["MAX_NESTING", "SimpleCommand", "Word", "command_name", "otherwise_read", "parse"]
+__all__ = [
+    "DECIMAL_DIGITS_MAX",
+    "MAX_NESTING",
+    "SimpleCommand",
+    "Word",
+    "command_name",
+    "decimal",
+    "otherwise_read",
+    "parse",
+]
 
 Word = str | None
 """One argv word after quote removal; None when bash only knows it at run time (an expansion, a glob)."""
@@ -75,6 +84,10 @@ _QUOTED_SUBSTITUTION = re.compile(r"\$\(|`")
 _UNPARSED_SUBSTITUTION = re.compile(r"(?<!\\)(?:\\\\)*(?:`|\$\()")
 """A substitution left inside a leaf token: tree-sitter-bash keeps `${x:-`cmd`}` and `${x#$(cmd)}`
 as plain text, but bash runs them."""
+_ASSIGNMENT_TILDE = re.compile(_ASSIGNMENT.pattern + "(?:~|.*:~)", re.DOTALL)
+"""An argument that looks like an assignment with a `~` after its `=` or a `:` of its value: bash (not in POSIX mode)
+expands that `~` as in an assignment, in any command's arguments (`dd of=~/bin/git` writes `$HOME/bin/git`, `x=a:~/b`
+is `x=a:$HOME/b`, `x[1]=~/z` too). Round 40: such a word was read as its text, a file named `of=~/bin/git` here."""
 _UNPARSED_ARITHMETIC = re.compile(r"(?<!\\)(?:\\\\)*\$\[")
 """An arithmetic expansion left inside a leaf token: tree-sitter-bash keeps `${x:-$[_]}`, `${x/$[_]/y}` and
 `[[ x =~ $[_] ]]` as plain text, but bash evaluates it, and arithmetic evaluates the names in it: after
@@ -113,8 +126,8 @@ def _is_glob(text: str) -> bool:
     return comma >= 0 or text.find("..", opening, closing) >= 0
 
 
-_FD_BEFORE = re.compile(rb"(?:^|[\s;&|(){}])(\d+)$")
-"""The digits of an explicit descriptor written just before a redirection (`0<<<`, `3<&0`)."""
+_FD_BOUNDARY = frozenset(bytes([byte]) for byte in b" \t\n\r\f\v;&|(){}")
+"""What may come before the digits of an explicit descriptor written just before a redirection (`0<<<`, `3<&0`)."""
 _NUMBER = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|[0-9]+(?:#[0-9a-zA-Z@_]+)?)")
 """A literal integer as bash arithmetic reads it (decimal, hex, octal, `base#digits`)."""
 _LITERAL_ARITHMETIC = re.compile(r"(?:\s|[-+*/%()<>=!&|^~?:,]|0[xX][0-9a-fA-F]+|[0-9]+(?:#[0-9a-zA-Z@_]+)?)*")
@@ -341,6 +354,24 @@ def otherwise_read(shell: str, script: str) -> str | None:
     if shell in _BASH_READERS or _BASH_ONLY.search(script.replace("\\\n", "")) is None:  # `$\<newline>'` too
         return None
     return f"{shell} may not read bash's $'...' or [[ as bash does: its script is not judged as bash"
+
+
+DECIMAL_DIGITS_MAX = 19
+"""The most significant digits a number bash reads may have (intmax_t's largest, 9223372036854775807, has 19)."""
+
+
+def decimal(text: str) -> int | None:
+    """The integer a decimal number means as bash reads one (`legal_number`: C's `strtoimax`, base 10): whitespace
+    around it, a sign and any number of leading zeros allowed; None for no number, or one past what `strtoimax`
+    reads (bash refuses it). Python's `int` raised ValueError on a word of over 4,300 digits, and the run ended with
+    an internal error (`echo x 1111...>y`; round 40), or left out `kill -9 -000...001`, which bash reads as -1."""
+    body = text.strip()
+    sign = body[:1] if body[:1] in ("+", "-") else ""
+    digits = body[len(sign) :]
+    if not digits.isascii() or not digits.isdigit():
+        return None
+    significant = digits.lstrip("0") or "0"
+    return None if len(significant) > DECIMAL_DIGITS_MAX else int(sign + significant)
 
 
 def command_name(word: str) -> str:
@@ -710,9 +741,17 @@ class _Walker:
         fd = next((c for c in node.children if c.type == "file_descriptor"), None)
         if fd is not None:
             value = self.text(fd)
-            return int(value) if value.isdigit() else -1
-        found = _FD_BEFORE.search(self.data[: node.start_byte])
-        return int(found.group(1)) if found else None
+            number = decimal(value) if value.isdigit() else None
+            return -1 if number is None else number
+        # the digits ending the text before it, looked for backwards: a regex's search of the whole text before each
+        # redirection was quadratic (4,000 redirections, 76 KB: 17.8 s with the event loop held, round 40)
+        start = end = node.start_byte
+        while start > 0 and self.data[start - 1 : start].isdigit():
+            start -= 1
+        if start == end or (start > 0 and self.data[start - 1 : start] not in _FD_BOUNDARY):
+            return None
+        number = decimal(self.data[start:end].decode())
+        return -1 if number is None else number
 
     def is_descriptor_word(self, node: Node) -> bool:
         """Digits glued to a following `<` or `>` are the redirection's descriptor, not a word."""
@@ -1008,7 +1047,11 @@ class _Walker:
                 stdin = self.redirect(child, writes, stdin, opens)
                 word_nodes.extend(self.trailing_words(child))
             elif child.type == "command_name" and self.descriptor_variable(child) is None:
-                word_nodes.extend(child.children)
+                # tree-sitter-bash takes the `0` of `0<y rm -rf z` for the command's name (a `1` or `3` it reads as
+                # the descriptor): bash runs `rm` with its input from y, and the part was `0`, past a deny of `rm`
+                word_nodes.extend(
+                    c for c in child.children if not (c.type in ("number", "word") and self.is_descriptor_word(c))
+                )
             elif child.is_named and child.type != "comment":
                 if child.type in ("number", "word") and self.is_descriptor_word(child):
                     continue
@@ -1062,6 +1105,8 @@ class _Walker:
         """A word node's value after quote removal, or None if bash computes it at run time."""
         kind = node.type
         text = self.text(node)
+        if kind in ("word", "concatenation") and _ASSIGNMENT_TILDE.match(text):
+            return None
         if kind in ("word", "variable_name"):
             if _is_glob(text) or text.startswith("~") or _UNPARSED_SUBSTITUTION.search(text):
                 return None

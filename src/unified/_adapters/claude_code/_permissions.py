@@ -63,6 +63,7 @@ from unified.events import (
     permission_request,
 )
 from unified.tools import Policy, _protected
+from unified.tools._ask_user import shown_question
 from unified.tools._paths import Workspace, shown_prompt
 from unified.tools._policy import DEFAULT_TIER, Decision, Rule, Verdict, session_rule
 from unified.tools._runtime import (
@@ -440,7 +441,7 @@ class PermissionBridge:
             UserInputRequest(
                 request_id=f"{self.ctx.session_id}:{request_id}",
                 source="model-tool",
-                questions=questions,
+                questions=[shown_question(question) for question in questions],  # the answers map the raw ones
                 tool_use_id=call_id,
                 tool_name=QUESTION_TOOL,
                 session_id=self.ctx.session_id,

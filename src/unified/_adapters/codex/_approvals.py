@@ -638,6 +638,8 @@ class ApprovalBridge:
 
     async def _user_input(self, request_id: Any, params: dict[str, Any]) -> None:
         """The model's `request_user_input` tool: its questions to `on_user_input`."""
+        from unified.tools._ask_user import shown_question  # the runtime's escape, as for a permission prompt
+
         task = self.translator.task_of(params.get("threadId"))
         call_id = str(params.get("itemId") or f"input-{request_id}")
         other = self.translator.tools.get(call_id, "request_user_input")
@@ -670,19 +672,21 @@ class ApprovalBridge:
             request_id=f"{self.translator.main_thread}:{request_id}",
             source="model-tool",
             questions=[
-                Question(
-                    id=str(q.get("id") or f"q{n}"),
-                    prompt=str(q.get("question") or ""),
-                    header=str(q.get("header") or "") or None,
-                    options=[
-                        QuestionOption(
-                            id=str(o.get("label")),
-                            label=str(o.get("label")),
-                            description=str(o.get("description") or "") or None,
-                        )
-                        for o in as_list(q.get("options"))
-                        if isinstance(o, dict)
-                    ],
+                shown_question(
+                    Question(
+                        id=str(q.get("id") or f"q{n}"),
+                        prompt=str(q.get("question") or ""),
+                        header=str(q.get("header") or "") or None,
+                        options=[
+                            QuestionOption(
+                                id=str(o.get("label")),
+                                label=str(o.get("label")),
+                                description=str(o.get("description") or "") or None,
+                            )
+                            for o in as_list(q.get("options"))
+                            if isinstance(o, dict)
+                        ],
+                    )
                 )
                 for n, q in enumerate(questions)
             ],

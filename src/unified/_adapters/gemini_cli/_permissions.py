@@ -336,11 +336,13 @@ class PermissionBridge:
 
     async def _question(self, request_id: Any, call: Mapping[str, Any], call_id: str, options: list[Any]) -> None:
         """The model's `ask_user` (0.61 registers none over ACP; kept for a CLI that does)."""
+        from unified.tools._ask_user import shown_question  # escaped as the permission prompts are
+
         title = str(call.get("title") or "ask_user")
         request = UserInputRequest(
             request_id=f"{self.session_id}:{request_id}",
             source="model-tool",
-            questions=[Question(id="answer", prompt=title)],
+            questions=[shown_question(Question(id="answer", prompt=title))],
             tool_use_id=call_id or None,
             tool_name="ask_user",
             details={k: call[k] for k in ("kind", "locations", "content") if k in call},
