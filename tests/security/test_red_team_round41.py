@@ -1,0 +1,160 @@
+"""Red team, round 41: the Claude Code and Codex backends against a hostile model and a hostile workspace (unit cases;
+the real binaries in test_red_team_round41_e2e.py).
+
+Holes (each test marked SUCCEEDED before fails on the code before its fix):
+
+- after an allowed `EnterWorktree` the CLI's commands ran in the worktree (`.claude/worktrees/<name>`, or an existing
+  worktree anywhere `git worktree list` names one) while unified judged their relative paths against the workspace;
+  so did an isolated subagent's. Now the bridge judges them where the CLI says it works (`_permissions._folder`, from
+  the call's result), asks while that is not known yet, and asks every call when it lies outside the workspace or
+  cannot be known (a subagent's worktree);
+- a prompt starting with `/` ran as a slash command (`_run.literal_content`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+from tests.security.test_red_team_round37 import _Session
+from unified._adapters.claude_code._conversation import conversation_from_lines
+from unified._adapters.claude_code._run import ClaudeRun, literal_content
+from unified.events import UserInputResponse
+from unified.tools import Policy
+from unified.tools._policy import Decision, Rule
+
+pytestmark = pytest.mark.anyio
+
+
+# --- the folder the CLI works in ------------------------------------------------------------------------------------
+
+
+def _shell_allowed() -> Policy:
+    rule = Rule(tool_names=("run_shell_command",), decision=Decision.ALLOW, priority=500.0, name="caller-allows")
+    return Policy.default().with_rules([rule])
+
+
+def _result(session: _Session, call: int, data: dict[str, Any], *, is_error: bool = False) -> None:
+    """The CLI's `tool_result` line of the session's `call`-th call."""
+    block = {"type": "tool_result", "tool_use_id": f"toolu_{call}", "content": "ok", "is_error": is_error}
+    session.bridge.translator.line(
+        {"type": "user", "message": {"role": "user", "content": [block]}, "tool_use_result": data}
+    )
+
+
+def _worktree_session(tmp_path: Path) -> _Session:
+    """The user allows the first call (an `EnterWorktree`) and denies the rest; shell commands allowed by rule."""
+    return _Session(tmp_path, "auto_edit", [UserInputResponse.allow()], _shell_allowed())
+
+
+async def test_a_command_is_asked_while_an_allowed_worktree_call_has_not_ended(tmp_path: Path) -> None:
+    """SUCCEEDED before: allowed by the caller's rule, judged in the workspace, while the CLI was moving elsewhere."""
+    session = _worktree_session(tmp_path)
+    await session.call("EnterWorktree", {"name": "wt1"})
+    body, decision = await session.call("Bash", {"command": "echo x > f"})
+    assert body["behavior"] == "deny"
+    assert decision.rule == "unjudged"
+    assert "not known yet" in session.asked[-1].questions[0].prompt
+
+
+async def test_a_command_after_entering_a_worktree_outside_the_workspace_is_asked(tmp_path: Path) -> None:
+    """SUCCEEDED before: `echo x > f` judged as `<workspace>/f` and allowed, while the CLI ran it in the worktree."""
+    (workspace := tmp_path / "ws").mkdir()
+    (elsewhere := tmp_path / "elsewhere").mkdir()
+    session = _worktree_session(workspace)
+    await session.call("EnterWorktree", {"path": str(elsewhere)})
+    _result(session, 1, {"worktreePath": str(elsewhere)})
+    body, decision = await session.call("Bash", {"command": "echo x > f"})
+    assert body["behavior"] == "deny"
+    assert decision.rule == "unjudged"
+    assert "outside the workspace" in session.asked[-1].questions[0].prompt
+
+
+async def test_a_command_in_a_worktree_inside_the_workspace_is_judged_there(tmp_path: Path) -> None:
+    """SUCCEEDED before: allowed as a write of `<workspace>/f`; it wrote `.claude/worktrees/wt1/f` (protected).
+    Leaving the worktree (`ExitWorktree`'s `restoredCwd`) judges commands in the workspace again."""
+    answers = [UserInputResponse.allow(), UserInputResponse.deny(), UserInputResponse.allow()]
+    session = _Session(tmp_path, "auto_edit", answers, _shell_allowed())
+    await session.call("EnterWorktree", {"name": "wt1"})
+    (tree := tmp_path / ".claude" / "worktrees" / "wt1").mkdir(parents=True)
+    _result(session, 1, {"worktreePath": str(tree)})
+    body, decision = await session.call("Bash", {"command": "echo x > f"})
+    assert (body["behavior"], decision.rule) == ("deny", "protected-paths")
+    await session.call("ExitWorktree", {"action": "keep"})
+    _result(session, 3, {"restoredCwd": str(tmp_path)})
+    body, decision = await session.call("Bash", {"command": "echo x > f"})
+    assert (body["behavior"], decision.rule) == ("allow", "caller-allows")
+
+
+async def test_a_worktree_call_that_failed_moves_nothing(tmp_path: Path) -> None:
+    """Pin: a failed `EnterWorktree` (its result an error) leaves the CLI where it was, and the judgement with it."""
+    session = _worktree_session(tmp_path)
+    await session.call("EnterWorktree", {"name": "wt1"})
+    _result(session, 1, {}, is_error=True)
+    body, decision = await session.call("Bash", {"command": "echo x > f"})
+    assert (body["behavior"], decision.rule) == ("allow", "caller-allows")
+
+
+async def test_a_worktree_result_naming_no_folder_leaves_every_call_asked(tmp_path: Path) -> None:
+    """Fail closed: a successful worktree call whose result names no folder: where the CLI works is not known."""
+    session = _worktree_session(tmp_path)
+    await session.call("EnterWorktree", {"name": "wt1"})
+    _result(session, 1, {"message": "moved"})
+    body, decision = await session.call("Bash", {"command": "ls"})
+    assert (body["behavior"], decision.rule) == ("deny", "unjudged")
+
+
+async def test_the_calls_of_an_isolated_subagent_are_asked(tmp_path: Path) -> None:
+    """SUCCEEDED before: the user allowed `Agent(isolation="worktree")`; its subagent's commands, run in a worktree
+    of its own, were judged in the workspace and allowed by the caller's rule."""
+    session = _worktree_session(tmp_path)
+    agent = {"description": "d", "prompt": "p", "subagent_type": "general-purpose", "isolation": "worktree"}
+    await session.call("Agent", agent)
+    translator = session.bridge.translator
+    started = {"type": "system", "subtype": "task_started", "task_id": "t1", "tool_use_id": "toolu_1"}
+    translator.line({**started, "task_type": "local_agent", "subagent_type": "general-purpose"})
+    assert "t1" in translator.tasks
+    request = {"subtype": "can_use_tool", "tool_name": "Bash", "input": {"command": "echo x > f"}, "agent_id": "t1"}
+    run = SimpleNamespace(connection=session.wire, stopping=False, _emit=session.ctx.emit)
+    message = {"type": "control_request", "request_id": "r-9", "request": {**request, "tool_use_id": "toolu_9"}}
+    await ClaudeRun._control_request(cast(Any, run), session.bridge, message)
+    assert session.wire.answers()[-1][2]["behavior"] == "deny"
+    assert "worktree of its own" in session.asked[-1].questions[0].prompt
+
+
+# --- prompts starting with `/` --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prompt", ["/cost", "/evil do it", "  /login", "\n/compact"])
+def test_a_prompt_starting_with_a_slash_ends_with_an_empty_block(prompt: str) -> None:
+    """SUCCEEDED before: sent as the string, which the CLI ran as a slash command (measured, e2e)."""
+    assert literal_content(prompt) == [{"type": "text", "text": prompt}, {"type": "text", "text": ""}]
+
+
+def test_a_prompt_with_images_and_a_slash_ends_with_an_empty_block() -> None:
+    """SUCCEEDED before: the text block `/cost` and an image went as they were."""
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}
+    blocks = [{"type": "text", "text": "/cost"}, image]
+    assert literal_content(blocks) == [*blocks, {"type": "text", "text": ""}]
+
+
+@pytest.mark.parametrize("prompt", ["hello", "a /path", "", "\u200b/cost"])
+def test_other_prompts_go_as_they_are(prompt: str) -> None:
+    """Pin: only words the CLI reads as a command change shape (`\u200b/cost` it sent as text, measured)."""
+    assert literal_content(prompt) == prompt
+
+
+def test_the_empty_block_is_no_part_of_an_exported_turn() -> None:
+    """SUCCEEDED before: the session's prompt exported with an empty text part (another backend may refuse it)."""
+    line = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "sessionId": "s",
+        "message": {"role": "user", "content": [{"type": "text", "text": "/cost"}, {"type": "text", "text": ""}]},
+    }
+    [turn] = conversation_from_lines([line], origin=None).turns
+    assert [part.model_dump()["text"] for part in turn.parts] == ["/cost"]

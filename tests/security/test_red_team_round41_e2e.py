@@ -1,0 +1,143 @@
+"""Red team, round 41, with the real `claude` (2.1.332) and `codex` (0.171.0) binaries offline against the project's
+fake model servers (see test_red_team_round41.py for the unit cases).
+
+SUCCEEDED before (each fails on the code before its fix, measured): a caller's prompt starting with `/` ran as a
+Claude Code slash command (`/cost` made no model request and the run ended `success` with no text; a command file
+planted in the CLI's home had its body sent in place of the caller's words)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.claude_code.claude_code_helpers import claude_home, run_claude
+from tests.e2e.claude_code.conftest import claude_setup, workspace
+from unified.events import PermissionDecision, Result, UserInputRequest, UserInputResponse
+from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
+from unified.tools import Policy
+from unified.tools._policy import Decision, Rule
+
+__all__ = ["claude_setup", "workspace"]
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+
+@pytest.fixture(params=["asyncio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Each run is a cold start of the binary: asyncio only."""
+    return str(request.param)
+
+
+def _user_texts(server: FakeAnthropic) -> list[str]:
+    """The user's text blocks of the model requests, the CLI's own reminders left out."""
+    texts = []
+    for body in server.model_bodies():
+        for message in body["messages"]:
+            content = message["content"]
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            texts += [
+                b["text"]
+                for b in blocks
+                if message["role"] == "user" and b.get("type") == "text" and not b["text"].startswith("<system-")
+            ]
+    return texts
+
+
+def _plant_command() -> None:
+    """A command file in the CLI's home, as a model's command of an earlier run (or a shared home) could leave it."""
+    commands = claude_home() / ".claude" / "commands"
+    commands.mkdir(parents=True, exist_ok=True)
+    (commands / "evil.md").write_text("---\ndescription: planted\n---\nPLANTED-COMMAND-BODY $ARGUMENTS\n")
+
+
+@pytest.mark.parametrize("prompt", ["/cost", "/evil do it"])
+async def test_e2e_a_prompt_starting_with_a_slash_reaches_the_model_as_text(workspace: Path, prompt: str) -> None:
+    """SUCCEEDED before: `/cost` made no model request (the run ended `success`, no text: the caller's words gone);
+    `/evil do it` sent the planted file's body (`PLANTED-COMMAND-BODY do it`) in place of the caller's words."""
+    _plant_command()
+    async with FakeAnthropic([ModelTurn(text="answered")]) as server:
+        events = await run_claude(server, workspace, prompt, model="claude-sonnet-4-5")
+        texts = _user_texts(server)
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert (result.status, result.final_text) == ("success", "answered")
+    assert texts == [prompt]
+
+
+async def test_e2e_slash_commands_run_when_the_caller_opts_in(workspace: Path) -> None:
+    """The `slash_commands` option: the caller wants the CLI's commands (a pin of what the option turns on)."""
+    _plant_command()
+    async with FakeAnthropic([ModelTurn(text="answered")]) as server:
+        await run_claude(server, workspace, "/evil do it", model="claude-sonnet-4-5", options={"slash_commands": True})
+        texts = _user_texts(server)
+    assert "PLANTED-COMMAND-BODY do it\n" in texts
+
+
+def _git_repository(path: Path, worktree: Path | None = None) -> list[str]:
+    """`path` made a repository with one commit (and a worktree of it at `worktree`)."""
+    git = ["git", "-c", "user.name=a", "-c", "user.email=a@example.com", "-C", str(path)]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True)
+    if worktree is not None:
+        subprocess.run([*git, "worktree", "add", "-q", "-b", "other", str(worktree)], check=True)
+    return git
+
+
+def _shell_allowed() -> Policy:
+    """A caller who lets the model run commands in the workspace (writes outside it and protected ones still asked)."""
+    rule = Rule(tool_names=("run_shell_command",), decision=Decision.ALLOW, priority=500.0, name="caller-allows")
+    return Policy.default().with_rules([rule])
+
+
+async def _worktree_run(workspace: Path, enter: dict[str, str], command: str) -> tuple[list[str], list[object]]:
+    """The user allows an `EnterWorktree` and nothing else; then the model runs `command`."""
+    asked: list[str] = []
+
+    async def answer(request: UserInputRequest) -> UserInputResponse:
+        asked.append(request.questions[0].prompt)
+        allow = request.tool_name == "EnterWorktree"
+        return UserInputResponse.allow() if allow else UserInputResponse.deny()
+
+    calls = [
+        FunctionCall(name="EnterWorktree", args=enter, id="w1"),
+        FunctionCall(name="Bash", args={"command": command, "description": "d"}, id="b1"),
+    ]
+    turns = [ModelTurn(function_calls=[call]) for call in calls] + [ModelTurn(text="done")]
+    async with FakeAnthropic(turns) as server:
+        events = await run_claude(
+            server, workspace, model="claude-sonnet-4-5", answer=answer, options={"policy": _shell_allowed()}
+        )
+    return asked, list(events)
+
+
+async def test_e2e_a_command_in_an_entered_worktree_outside_the_workspace_is_asked(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """SUCCEEDED before: after the user allowed `EnterWorktree(path=<a worktree outside the workspace>)` (any folder
+    `git worktree list` names: a repository's `.git/worktrees/*/gitdir` decides what it lists), the model's
+    `echo pwned > victim.txt`, judged as `<workspace>/victim.txt`, ran unasked under the caller's shell rule and wrote
+    the file outside the workspace. Now the command is asked (and denied here): nothing is written there."""
+    outside = tmp_path / "elsewhere"
+    _git_repository(workspace, outside)
+    asked, events = await _worktree_run(workspace, {"path": str(outside)}, "echo pwned > victim.txt")
+    decisions = {e.tool_use_id: (e.decision, e.rule) for e in events if isinstance(e, PermissionDecision)}
+    assert decisions == {"w1": ("allow", None), "b1": ("deny", "unjudged")}
+    assert "outside the workspace" in asked[1]
+    assert not (outside / "victim.txt").exists()
+    assert not (workspace / "victim.txt").exists()
+
+
+async def test_e2e_a_command_in_an_entered_worktree_is_judged_where_it_runs(workspace: Path) -> None:
+    """SUCCEEDED before: after an allowed `EnterWorktree(name="wt1")` the model's `echo x > f` was judged as
+    `<workspace>/f` and ran unasked under the caller's shell rule, writing `.claude/worktrees/wt1/f` (a protected
+    path, `.claude/**`, as unified's judgement of a Write there says). Now judged where it runs: a command running
+    inside a protected folder is asked (as on the API backends), and denied here."""
+    _git_repository(workspace)
+    asked, events = await _worktree_run(workspace, {"name": "wt1"}, "echo x > f")
+    decisions = {e.tool_use_id: (e.decision, e.rule) for e in events if isinstance(e, PermissionDecision)}
+    assert decisions == {"w1": ("allow", None), "b1": ("deny", "protected-paths")}
+    assert "runs inside .claude/worktrees/wt1" in asked[1]
+    assert not (workspace / ".claude" / "worktrees" / "wt1" / "f").exists()
