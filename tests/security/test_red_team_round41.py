@@ -8,7 +8,11 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   so did an isolated subagent's. Now the bridge judges them where the CLI says it works (`_permissions._folder`, from
   the call's result), asks while that is not known yet, and asks every call when it lies outside the workspace or
   cannot be known (a subagent's worktree);
-- a prompt starting with `/` ran as a slash command (`_run.literal_content`).
+- a prompt starting with `/` ran as a slash command (`_run.literal_content`);
+- Codex: the model's `write_stdin` landed in a terminal the user allowed before unified saw it (no terminal outside
+  yolo now: `_thread_config`); a Codex home inside the workspace was written unasked in auto_edit (a binary's home is
+  a protected path from the run's start: `_protected.binary_home`); a home's `hooks.json` was not refused; an MCP
+  approval matching no open call was decided with no event (allowed unseen in yolo).
 """
 
 from __future__ import annotations
@@ -19,12 +23,18 @@ from typing import Any, cast
 
 import pytest
 
+from tests.security.test_permission_type_confusion import Context, Wire
 from tests.security.test_red_team_round37 import _Session
+from tests.security.test_red_team_round38 import _launch
 from unified._adapters.claude_code._conversation import conversation_from_lines
 from unified._adapters.claude_code._run import ClaudeRun, literal_content
-from unified.events import UserInputResponse
-from unified.tools import Policy
+from unified._adapters.codex._approvals import ApprovalBridge
+from unified._adapters.codex._translate import AppServerTranslator
+from unified.errors import ConfigurationError
+from unified.events import PermissionDecision, UserInputResponse, WarningEvent
+from unified.tools import Policy, _protected
 from unified.tools._policy import Decision, Rule
+from unified.types import ApprovalMode, ExecuteParams
 
 pytestmark = pytest.mark.anyio
 
@@ -137,7 +147,7 @@ def test_a_prompt_starting_with_a_slash_ends_with_an_empty_block(prompt: str) ->
 def test_a_prompt_with_images_and_a_slash_ends_with_an_empty_block() -> None:
     """SUCCEEDED before: the text block `/cost` and an image went as they were."""
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}
-    blocks = [{"type": "text", "text": "/cost"}, image]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": "/cost"}, image]
     assert literal_content(blocks) == [*blocks, {"type": "text", "text": ""}]
 
 
@@ -158,3 +168,58 @@ def test_the_empty_block_is_no_part_of_an_exported_turn() -> None:
     }
     [turn] = conversation_from_lines([line], origin=None).turns
     assert [part.model_dump()["text"] for part in turn.parts] == ["/cost"]
+
+
+# --- Codex: its home, its terminal, its MCP approvals --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("planted", ["hooks.json", "hooks/hooks.json"])
+def test_a_codex_home_holding_hooks_is_refused(tmp_path: Path, planted: str) -> None:
+    """SUCCEEDED before (each): the run started with the home's hooks, commands Codex runs at its own events."""
+    home, ws = tmp_path / "codex-home", tmp_path / "ws"
+    ws.mkdir()
+    (home / planted).parent.mkdir(parents=True)
+    (home / planted).write_text('{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "id"}]}]}}')
+    with pytest.raises(ConfigurationError) as refused:
+        _launch(home, ws)
+    assert "hooks, commands Codex runs at its own events" in str(refused.value)
+
+
+@pytest.mark.parametrize("name", ["codex", "claude-code"])
+def test_a_binary_s_home_is_a_protected_path_once_a_run_records_it(tmp_path: Path, name: str) -> None:
+    """SUCCEEDED before: a path in it was protected only by the patterns (`rules/evil.rules` was not); a sibling
+    folder whose name starts the same is not in it."""
+    (home := tmp_path / "ws" / "agent-home").mkdir(parents=True)
+    _protected.credential_home(name, home)
+    assert _protected.protected_path(home / "rules" / "evil.rules") == f"the {name} home ({home})"
+    assert _protected.protected_path(home) is not None
+    assert _protected.protected_path(tmp_path / "ws" / "agent-home2" / "x") is None
+    assert _protected.protected_path(tmp_path / "ws" / "notes.txt") is None
+
+
+@pytest.mark.parametrize(("mode", "off"), [("default", True), ("auto_edit", True), ("plan", True), ("yolo", False)])
+def test_no_terminal_session_outside_yolo(tmp_path: Path, mode: ApprovalMode, off: bool) -> None:
+    """SUCCEEDED before (all but yolo, a pin): Codex started terminal sessions, whose stdin the model's `write_stdin`
+    typed into before anyone saw it (e2e)."""
+    from tests.adapters.codex.test_codex_launch_and_run import _thread_config
+
+    config = _thread_config(tmp_path, approval_mode=mode)
+    assert config.get("features", {}).get("unified_exec_tty") is (False if off else None)
+
+
+async def test_an_mcp_approval_matching_no_open_call_is_declined_and_said(tmp_path: Path) -> None:
+    """SUCCEEDED before: in yolo, an MCP approval naming a server's tool no open call of the run matches was accepted,
+    with no event at all (its decision names a call: none was emitted)."""
+    translator = AppServerTranslator(main_thread="T", cwd=str(tmp_path))
+    translator.start_turn("U")
+    ctx, wire = Context(ExecuteParams(prompt="p", cwd=tmp_path, approval_mode="yolo"), None), Wire()
+    meta = {"codex_approval_kind": "mcp_tool_call", "tool_name": "delete_repo", "tool_params": {"repo": "x"}}
+    params = {"threadId": "T", "turnId": "U", "serverName": "srv", "message": "Run it?", "_meta": meta}
+    await ApprovalBridge(cast(Any, ctx), cast(Any, wire), translator).answer(
+        {"method": "mcpServer/elicitation/request", "id": 7, "params": params}
+    )
+    [(_, _, body)] = wire.answers()
+    assert body["action"] == "decline"
+    [warning] = [e for e in ctx.events if isinstance(e, WarningEvent)]
+    assert "matches no MCP tool call Codex started" in warning.message
+    assert not [e for e in ctx.events if isinstance(e, PermissionDecision) and e.decision == "allow"]

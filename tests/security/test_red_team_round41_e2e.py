@@ -7,6 +7,7 @@ planted in the CLI's home had its body sent in place of the caller's words)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -14,12 +15,14 @@ import pytest
 
 from tests.e2e.claude_code.claude_code_helpers import claude_home, run_claude
 from tests.e2e.claude_code.conftest import claude_setup, workspace
-from unified.events import PermissionDecision, Result, UserInputRequest, UserInputResponse
-from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
+from tests.e2e.codex.conftest import run_codex
+from tests.security.test_red_team_round38_e2e import session_ids
+from unified.events import PermissionDecision, Result, ToolProgress, UserInputRequest, UserInputResponse
+from unified.testing import FakeAnthropic, FakeOpenAI, FunctionCall, ModelTurn
 from unified.tools import Policy
 from unified.tools._policy import Decision, Rule
 
-__all__ = ["claude_setup", "workspace"]
+__all__ = ["claude_setup", "session_ids", "workspace"]
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -141,3 +144,51 @@ async def test_e2e_a_command_in_an_entered_worktree_is_judged_where_it_runs(work
     assert decisions == {"w1": ("allow", None), "b1": ("deny", "protected-paths")}
     assert "runs inside .claude/worktrees/wt1" in asked[1]
     assert not (workspace / ".claude" / "worktrees" / "wt1" / "f").exists()
+
+
+# --- Codex ------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("session_ids")
+@pytest.mark.parametrize("tty", [True, False], ids=["tty", "no-tty"])
+async def test_e2e_codex_writes_no_input_into_a_program_the_user_allowed(ws: Path, tty: bool) -> None:
+    """SUCCEEDED before (`tty`): the user allowed `bash` in a terminal; the model's `write_stdin` of `touch PWNED`
+    landed (Codex asks nobody, and tells once it is written: the run stopped after, PWNED made). Now no terminal
+    session is started outside yolo: Codex refuses the `tty` command before any approval, and without one a
+    session's stdin is closed ("stdin is closed for this session", the `no-tty` pin: nothing is written either)."""
+
+    async def allow(request: UserInputRequest) -> UserInputResponse:
+        return UserInputResponse.allow()
+
+    start = {"cmd": "bash" if tty else "sleep 2; bash", "yield_time_ms": 300, **({"tty": True} if tty else {})}
+    typed = {"session_id": 0, "chars": "touch PWNED\n", "yield_time_ms": 300}
+    turns = [
+        ModelTurn(function_calls=[FunctionCall(name="exec_command", args=start)]),
+        ModelTurn(function_calls=[FunctionCall(name="write_stdin", args=typed)]),
+        ModelTurn(text="ok"),
+    ]
+    async with FakeOpenAI(turns) as server:
+        events = await run_codex(server, ws, approval_mode="default", on_user_input=allow)
+        outputs = json.dumps(server.requests[-1].body)
+    assert not (ws / "PWNED").exists()
+    assert not [e for e in events if isinstance(e, ToolProgress) and e.status == "input"]
+    said = "TTY execution is disabled by config" if tty else "stdin is closed for this session"
+    assert said in outputs
+    result = events[-1]
+    assert isinstance(result, Result)
+    assert result.status == "success"
+
+
+async def test_e2e_codex_asks_before_a_patch_writes_its_own_home_inside_the_workspace(ws: Path) -> None:
+    """SUCCEEDED before: with the Codex home inside the workspace (`codex_home` set there; a run in the home folder
+    has unified's default home in it), a patch in auto_edit wrote `<home>/rules/evil.rules` unasked (refused only at
+    the next run's start). Now the home is a protected path from the run's start: asked, denied here."""
+    rule = 'prefix_rule(pattern=["touch"], decision="allow")\n'
+    patch = f"*** Begin Patch\n*** Add File: codex-home/rules/evil.rules\n+{rule}*** End Patch\n"
+    turns = [ModelTurn(function_calls=[FunctionCall(name="apply_patch", args={"input": patch})]), ModelTurn(text="ok")]
+    async with FakeOpenAI(turns) as server:
+        events = await run_codex(server, ws, approval_mode="auto_edit", options={"codex_home": str(ws / "codex-home")})
+    [decision] = [e for e in events if isinstance(e, PermissionDecision)]
+    assert (decision.decision, decision.rule) == ("deny", "protected-paths")
+    assert "codex home" in str(decision.reason)
+    assert not (ws / "codex-home" / "rules").exists()

@@ -430,13 +430,17 @@ def project_mcp_servers_off(cwd: Path, own: Sequence[str] = (), home: Path | Non
     return off
 
 
-HOME_OVERRIDES = ("rules", "AGENTS.md", "AGENTS.override.md")
+HOME_OVERRIDES = ("rules", "AGENTS.md", "AGENTS.override.md", "hooks.json", "hooks")
 """What Codex 0.171 reads in its home, besides our config.toml, that decides what runs unasked or what the model is
 told in every run: `rules/` (its exec policy: a `prefix_rule(pattern=["touch"], decision="allow")` there had the
 model's `touch PWNED` run in default mode with no approval request at all) and the home's AGENTS.md (put into every
 request, whatever `project_doc_max_bytes` says); measured, round 38. unified writes none of them (it never answers
 `acceptWithExecpolicyAmendment`, which writes a rule there), nor does Codex on its own, so one found there was put by
-something else, such as a command a model ran in an earlier run: the run is refused (`_home_refusal`)."""
+something else, such as a command a model ran in an earlier run: the run is refused (`_home_refusal`). Round 41: the
+home's `hooks.json` (hooks are on in 0.171, `features list`: `hooks stable true`), whose commands Codex runs at its
+session's and tools' events once trusted (a planted one, untrusted, ran nothing: measured; how 0.171 records a
+hook's trust, a `trusted_hash` per hook, was not), and a `hooks` folder (0.171 names `hooks/hooks.json`); Codex
+writes neither itself (measured: a run's home holds none)."""
 
 
 def _home_refusal(home: Path) -> ConfigurationError | None:
@@ -452,6 +456,8 @@ def _home_refusal(home: Path) -> ConfigurationError | None:
         what = (
             "exec policy rules, which let Codex run commands without asking"
             if name == "rules"
+            else "hooks, commands Codex runs at its own events"
+            if name.startswith("hooks")
             else "instructions Codex gives the model in every run"
         )
         return ConfigurationError(
