@@ -9,6 +9,9 @@ Holes (each test marked SUCCEEDED before fails on the code before its fix):
   the call's result), asks while that is not known yet, and asks every call when it lies outside the workspace or
   cannot be known (a subagent's worktree);
 - a prompt starting with `/` ran as a slash command (`_run.literal_content`);
+- the Claude Code home's own user settings (`settings.json`: hooks, env), memory, rules, agents, skills and output
+  styles were read by every run (`--setting-sources user`), put there by whatever wrote the home (now refused as
+  Codex's `rules/` are: `_launch.HOME_OVERRIDES`);
 - Codex: the model's `write_stdin` landed in a terminal the user allowed before unified saw it (no terminal outside
   yolo now: `_thread_config`); a Codex home inside the workspace was written unasked in auto_edit (a binary's home is
   a protected path from the run's start: `_protected.binary_home`); a home's `hooks.json` was not refused; an MCP
@@ -223,3 +226,54 @@ async def test_an_mcp_approval_matching_no_open_call_is_declined_and_said(tmp_pa
     [warning] = [e for e in ctx.events if isinstance(e, WarningEvent)]
     assert "matches no MCP tool call Codex started" in warning.message
     assert not [e for e in ctx.events if isinstance(e, PermissionDecision) and e.decision == "allow"]
+
+
+# --- Claude Code: its home ------------------------------------------------------------------------------------------
+
+
+def _claude_launch(home: Path, cwd: Path) -> object:
+    from unified._adapters.claude_code._launch import Launch
+    from unified._adapters.claude_code._options import claude_code_options
+
+    options = claude_code_options({"home": home, "start_process": lambda *a: None})
+    return Launch.of(ExecuteParams(prompt="p", cwd=cwd, backend="claude-code"), options)
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        ".claude/settings.json",
+        ".claude/CLAUDE.md",
+        ".claude/rules/r.md",
+        ".claude/agents/a.md",
+        ".claude/skills/s/SKILL.md",
+        ".claude/output-styles/o.md",
+        "link:.claude/settings.json",
+    ],
+)
+def test_a_claude_home_holding_what_the_cli_reads_as_its_user_s_is_refused(tmp_path: Path, planted: str) -> None:
+    """SUCCEEDED before (each): the run started; the CLI ran the settings' hooks and told the model the rest (e2e)."""
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    path = home / planted.removeprefix("link:")
+    path.parent.mkdir(parents=True)
+    if planted.startswith("link:"):
+        path.symlink_to(tmp_path / "elsewhere.json")  # dangling: the CLI would read it once it is there
+    else:
+        path.write_text("{}\n")
+    with pytest.raises(ConfigurationError) as refused:
+        _claude_launch(home, ws)
+    assert "is in the claude-code backend's home" in str(refused.value)
+    assert "remove it" in str(refused.value.hint)
+
+
+def test_a_claude_home_as_the_cli_leaves_it_is_not_refused(tmp_path: Path) -> None:
+    """Held: what the CLI itself writes in its home (its config, backups, plugins' store, sessions), and a command
+    file (run only as a slash command the caller opts into), are no reason to refuse."""
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    for name in ("backups", "plugins/store", "sessions", "shell-snapshots", "projects/-ws", "commands"):
+        (home / ".claude" / name).mkdir(parents=True)
+    (home / ".claude" / ".claude.json").write_text("{}")
+    (home / ".claude" / "commands" / "c.md").write_text("x")
+    assert _claude_launch(home, ws) is not None

@@ -17,7 +17,14 @@ from tests.e2e.claude_code.claude_code_helpers import claude_home, run_claude
 from tests.e2e.claude_code.conftest import claude_setup, workspace
 from tests.e2e.codex.conftest import run_codex
 from tests.security.test_red_team_round38_e2e import session_ids
-from unified.events import PermissionDecision, Result, ToolProgress, UserInputRequest, UserInputResponse
+from unified.events import (
+    ErrorEvent,
+    PermissionDecision,
+    Result,
+    ToolProgress,
+    UserInputRequest,
+    UserInputResponse,
+)
 from unified.testing import FakeAnthropic, FakeOpenAI, FunctionCall, ModelTurn
 from unified.tools import Policy
 from unified.tools._policy import Decision, Rule
@@ -76,6 +83,39 @@ async def test_e2e_slash_commands_run_when_the_caller_opts_in(workspace: Path) -
         await run_claude(server, workspace, "/evil do it", model="claude-sonnet-4-5", options={"slash_commands": True})
         texts = _user_texts(server)
     assert "PLANTED-COMMAND-BODY do it\n" in texts
+
+
+@pytest.mark.parametrize("planted", ["settings.json", "CLAUDE.md"])
+async def test_e2e_a_claude_home_holding_user_settings_or_memory_is_refused(
+    workspace: Path, tmp_path: Path, planted: str
+) -> None:
+    """SUCCEEDED before: a `settings.json` in the CLI's home (`--setting-sources user` reads it: the user's settings)
+    had its `SessionStart`, `UserPromptSubmit` and `PreToolUse` hooks run, before any permission, and its `env` reach
+    the model's commands; a `CLAUDE.md` there reached the model's request (measured with 2.1.332). Now the run is
+    refused before the CLI starts, `configuration_error` naming the file; nothing runs."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    config = claude_home() / ".claude"
+    config.mkdir(parents=True, exist_ok=True)
+    hook = {"hooks": [{"type": "command", "command": f"touch {marks}/hook"}]}
+    if planted == "settings.json":
+        hooks = {"SessionStart": [hook], "UserPromptSubmit": [hook], "PreToolUse": [{"matcher": "*", **hook}]}
+        (config / planted).write_text(json.dumps({"hooks": hooks}))
+    else:
+        (config / planted).write_text("HOME-MEMORY-MARK\n")
+    shell = FunctionCall(name="Bash", args={"command": "echo hi", "description": "d"}, id="t1")
+    async with FakeAnthropic([ModelTurn(function_calls=[shell]), ModelTurn(text="done")]) as server:
+        events = await run_claude(server, workspace, model="claude-sonnet-4-5", answer=_allow_all, strict=False)
+        bodies = "\n".join(json.dumps(body) for body in server.model_bodies())
+    assert sorted(p.name for p in marks.iterdir()) == []
+    assert "HOME-MEMORY-MARK" not in bodies
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.code == "configuration_error"
+    assert f".claude/{planted} is in the claude-code backend's home" in error.message
+
+
+async def _allow_all(request: UserInputRequest) -> UserInputResponse:
+    return UserInputResponse.allow()
 
 
 def _git_repository(path: Path, worktree: Path | None = None) -> list[str]:
