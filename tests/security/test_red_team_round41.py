@@ -176,16 +176,17 @@ def test_the_empty_block_is_no_part_of_an_exported_turn() -> None:
 # --- Codex: its home, its terminal, its MCP approvals --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("planted", ["hooks.json", "hooks/hooks.json"])
+@pytest.mark.parametrize("planted", ["hooks.json", "hooks/hooks.json", "skills/evil/SKILL.md"])
 def test_a_codex_home_holding_hooks_is_refused(tmp_path: Path, planted: str) -> None:
-    """SUCCEEDED before (each): the run started with the home's hooks, commands Codex runs at its own events."""
+    """SUCCEEDED before (each): the run started with the home's hooks, commands Codex runs at its own events, or its
+    own skill, which Codex lists to the model with `project_instructions` on (e2e)."""
     home, ws = tmp_path / "codex-home", tmp_path / "ws"
     ws.mkdir()
     (home / planted).parent.mkdir(parents=True)
     (home / planted).write_text('{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "id"}]}]}}')
     with pytest.raises(ConfigurationError) as refused:
         _launch(home, ws)
-    assert "hooks, commands Codex runs at its own events" in str(refused.value)
+    assert "is in the codex backend's home" in str(refused.value)
 
 
 @pytest.mark.parametrize("name", ["codex", "claude-code"])

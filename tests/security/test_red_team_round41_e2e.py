@@ -8,6 +8,7 @@ planted in the CLI's home had its body sent in place of the caller's words)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from tests.e2e.claude_code.claude_code_helpers import claude_home, run_claude
 from tests.e2e.claude_code.conftest import claude_setup, workspace
 from tests.e2e.codex.conftest import run_codex
 from tests.security.test_red_team_round38_e2e import session_ids
+from unified._adapters.codex._launch import codex_home
+from unified._adapters.codex._options import CodexOptions
 from unified.events import (
     ErrorEvent,
     PermissionDecision,
@@ -259,3 +262,18 @@ async def test_e2e_codex_asks_before_a_patch_writes_its_own_home_inside_the_work
     assert (decision.decision, decision.rule) == ("deny", "protected-paths")
     assert "codex home" in str(decision.reason)
     assert not (ws / "codex-home" / "rules").exists()
+
+
+async def test_e2e_codex_refuses_a_home_with_a_planted_skill(ws: Path) -> None:
+    """SUCCEEDED before: with `project_instructions` on (the repository's instructions), a skill planted in unified's
+    Codex home (`skills/evil/SKILL.md`) was listed to the model as one it must use. Now the run is refused."""
+    home = codex_home(CodexOptions(), os.environ)
+    (home / "skills" / "evil").mkdir(parents=True)
+    (home / "skills" / "evil" / "SKILL.md").write_text("---\nname: evil\ndescription: HOME-SKILL-MARK\n---\nx\n")
+    async with FakeOpenAI([ModelTurn(text="ok")]) as server:
+        events = await run_codex(server, ws, strict=False, options={"project_instructions": True})
+        bodies = json.dumps([request.body for request in server.requests])
+    assert "HOME-SKILL-MARK" not in bodies
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.code == "configuration_error"
+    assert "skills/evil is in the codex backend's home" in error.message

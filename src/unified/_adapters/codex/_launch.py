@@ -449,6 +449,21 @@ Codex runs at its session's and tools' events once trusted (a planted one, untru
 `hooks/hooks.json`); Codex writes neither itself (measured: a run's home holds none)."""
 
 
+def _home_skills(home: Path) -> dict[str, str]:
+    """The home's own skills besides those Codex bundles (`skills/.system`, which it writes at every start), as
+    `home_refusal` takes them. Round 41: with `project_instructions` on, a planted `<home>/skills/evil/SKILL.md` was
+    listed to the model as a skill it must use (measured with 0.171; the option reads the repository's skills, not
+    the home's). A folder that cannot be listed is refused whole (fail closed)."""
+    what = "a skill Codex lists to the model as one it must use"
+    try:
+        with os.scandir(home / "skills") as entries:
+            return {f"skills/{entry.name}": what for entry in entries if entry.name != ".system"}
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    except OSError:
+        return {"skills": what}
+
+
 _HOME_HINT = "remove it (look at what it says first: it may be an attack's), or point codex_home elsewhere"
 
 
@@ -488,7 +503,7 @@ class Launch:
                     f"the codex backend's home {home} is your own Codex home",
                     hint="unified runs Codex in a home of its own: point codex_home / UNIFIED_CODEX_HOME elsewhere",
                 )
-        if (planted := home_refusal(home, HOME_OVERRIDES, BACKEND, _HOME_HINT)) is not None:
+        if (planted := home_refusal(home, {**HOME_OVERRIDES, **_home_skills(home)}, BACKEND, _HOME_HINT)) is not None:
             raise planted
         extra = dict(options.env)
         key = options.api_key or source.get("OPENAI_API_KEY") or None
