@@ -3,7 +3,14 @@ fake model servers (see test_red_team_round41.py for the unit cases).
 
 SUCCEEDED before (each fails on the code before its fix, measured): a caller's prompt starting with `/` ran as a
 Claude Code slash command (`/cost` made no model request and the run ended `success` with no text; a command file
-planted in the CLI's home had its body sent in place of the caller's words)."""
+planted in the CLI's home had its body sent in place of the caller's words); after an allowed `EnterWorktree`, a
+command judged against the workspace ran unasked in the worktree (outside the workspace, or in `.claude/worktrees`);
+the CLI's home's `settings.json` ran its hooks and its `CLAUDE.md` reached the model; Codex wrote the model's
+`write_stdin` input into a terminal the user allowed; a patch wrote Codex's own home inside the workspace in
+auto_edit; a skill planted in Codex's home was listed to the model.
+
+Held (pins): the CLI's own `.claude.json` starts no MCP server and allows nothing; with `slash_commands` the CLI's
+commands run; a `write_stdin` into a session without a terminal writes nothing."""
 
 from __future__ import annotations
 
