@@ -232,11 +232,11 @@ async def test_an_mcp_approval_matching_no_open_call_is_declined_and_said(tmp_pa
 # --- Claude Code: its home ------------------------------------------------------------------------------------------
 
 
-def _claude_launch(home: Path, cwd: Path) -> object:
+def _claude_launch(home: Path, cwd: Path, *, slash_commands: bool = False) -> object:
     from unified._adapters.claude_code._launch import Launch
     from unified._adapters.claude_code._options import claude_code_options
 
-    options = claude_code_options({"home": home, "start_process": lambda *a: None})
+    options = claude_code_options({"home": home, "start_process": lambda *a: None, "slash_commands": slash_commands})
     return Launch.of(ExecuteParams(prompt="p", cwd=cwd, backend="claude-code"), options)
 
 
@@ -269,12 +269,16 @@ def test_a_claude_home_holding_what_the_cli_reads_as_its_user_s_is_refused(tmp_p
 
 
 def test_a_claude_home_as_the_cli_leaves_it_is_not_refused(tmp_path: Path) -> None:
-    """Held: what the CLI itself writes in its home (its config, backups, plugins' store, sessions), and a command
-    file (run only as a slash command the caller opts into), are no reason to refuse."""
+    """Held: what the CLI itself writes in its home (its config, backups, plugins' store, sessions) is no reason to
+    refuse; nor is a command file when the caller opts into slash commands (they live there)."""
     home, ws = tmp_path / "home", tmp_path / "ws"
     ws.mkdir()
-    for name in ("backups", "plugins/store", "sessions", "shell-snapshots", "projects/-ws", "commands"):
+    for name in ("backups", "plugins/store", "sessions", "shell-snapshots", "projects/-ws"):
         (home / ".claude" / name).mkdir(parents=True)
     (home / ".claude" / ".claude.json").write_text("{}")
-    (home / ".claude" / "commands" / "c.md").write_text("x")
     assert _claude_launch(home, ws) is not None
+    (home / ".claude" / "commands").mkdir()
+    (home / ".claude" / "commands" / "c.md").write_text("x")
+    with pytest.raises(ConfigurationError, match="slash commands, which the CLI lists to the model"):
+        _claude_launch(home, ws)  # SUCCEEDED before: the command's description reached every request (e2e)
+    assert _claude_launch(home, ws, slash_commands=True) is not None

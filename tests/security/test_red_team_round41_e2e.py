@@ -72,11 +72,11 @@ def _plant_command() -> None:
     (commands / "evil.md").write_text("---\ndescription: planted\n---\nPLANTED-COMMAND-BODY $ARGUMENTS\n")
 
 
-@pytest.mark.parametrize("prompt", ["/cost", "/evil do it"])
+@pytest.mark.parametrize("prompt", ["/cost", "/init do it"])
 async def test_e2e_a_prompt_starting_with_a_slash_reaches_the_model_as_text(workspace: Path, prompt: str) -> None:
     """SUCCEEDED before: `/cost` made no model request (the run ended `success`, no text: the caller's words gone);
-    `/evil do it` sent the planted file's body (`PLANTED-COMMAND-BODY do it`) in place of the caller's words."""
-    _plant_command()
+    `/init do it` sent the CLI's own prompt to write a CLAUDE.md in place of the caller's words (and a command file
+    planted in the home, `/evil do it`, sent its body: a home holding one is refused now unless the caller opts in)."""
     async with FakeAnthropic([ModelTurn(text="answered")]) as server:
         events = await run_claude(server, workspace, prompt, model="claude-sonnet-4-5")
         texts = _user_texts(server)

@@ -324,7 +324,13 @@ description and the output style it chose reached the model's request. unified w
 `--settings`), nor does the CLI on its own (measured: a run's home holds `.claude.json`, backups, plugins' store,
 sessions, shell snapshots), so one found there was put by something else, such as a command a model ran in an
 earlier run (in yolo, or a write outside the workspace the user allowed): the run is refused. The home's
-`commands/` is left: it runs only as a slash command the caller opts into (`slash_commands`)."""
+`commands/` too (`_NO_COMMANDS`; a command's description reached the model's request, as a skill's), unless the caller
+opts into slash commands (`slash_commands`), whose commands live there."""
+
+_NO_COMMANDS: Mapping[str, str] = {
+    **HOME_OVERRIDES,
+    ".claude/commands": "slash commands, which the CLI lists to the model in every run",
+}
 
 _HOME_HINT = (
     "remove it (look at what it says first: it may be an attack's), or point the home option elsewhere; settings for "
@@ -359,7 +365,8 @@ class Launch:
     @classmethod
     def of(cls, params: ExecuteParams, options: ClaudeCodeOptions) -> Launch:
         home = (options.home or default_home()).expanduser().resolve()
-        if (planted := home_refusal(home, HOME_OVERRIDES, BACKEND, _HOME_HINT)) is not None:
+        planted = home_refusal(home, HOME_OVERRIDES if options.slash_commands else _NO_COMMANDS, BACKEND, _HOME_HINT)
+        if planted is not None:
             raise planted
         env = claude_env(options, home, cwd=params.cwd.expanduser())
         _check_base_url(env, options)
