@@ -85,8 +85,9 @@ def session_ids(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("session_ids")
 async def test_e2e_codex_input_typed_into_an_allowed_program_is_shown_and_stops_the_run(ws: Path) -> None:
     """SUCCEEDED before: the user allowed `bash`; the model typed `touch PWNED` into it (`write_stdin`), which Codex
-    asks nobody about, and the run went on, its events silent about the input. Now the input is reported and the run
-    stops (the first input was written: Codex tells only after)."""
+    asks nobody about, and the run went on, its events silent about the input. Round 38 reported the input and stopped
+    the run (the first input was written: Codex tells only after); since round 41 no terminal session is started
+    outside yolo (`features.unified_exec_tty = false`), so Codex refuses the `tty` command and no input is written."""
 
     async def allow_bash(request: UserInputRequest) -> UserInputResponse:
         return UserInputResponse.allow()
@@ -100,12 +101,10 @@ async def test_e2e_codex_input_typed_into_an_allowed_program_is_shown_and_stops_
     ]
     async with FakeOpenAI(turns) as server:
         events = await run_codex(server, ws, approval_mode="default", on_user_input=allow_bash)
-    [shown] = [e for e in events if isinstance(e, ToolProgress) and e.status == "input"]
-    assert shown.message == "touch PWNED\n"
+    assert not [e for e in events if isinstance(e, ToolProgress) and e.status == "input"]
+    assert not (ws / "PWNED").exists()
     result = events[-1]
     assert isinstance(result, Result)
-    assert result.status == "error"
-    assert "typed into the running `bash` (write_stdin)" in str(result.error)
 
 
 async def test_e2e_codex_refuses_a_home_whose_rules_would_run_commands_unasked(ws: Path) -> None:

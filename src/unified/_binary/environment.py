@@ -39,6 +39,7 @@ import platformdirs
 from unified import _git_drivers
 from unified._environ import PerEnvironment, absolute_search_path
 from unified._files import write_atomically
+from unified.errors import ConfigurationError
 
 __all__ = [
     "BASIC_ENV",
@@ -49,6 +50,7 @@ __all__ = [
     "cache_folder",
     "child_env",
     "file_signature",
+    "home_refusal",
     "private_cache_folder",
 ]
 
@@ -240,3 +242,22 @@ def file_signature(path: Path) -> FileSignature | None:
 def signature(found: os.stat_result) -> FileSignature:
     """The signature of a file whose status is at hand (`write_atomically` returns the one it wrote)."""
     return found.st_mode, found.st_ino, found.st_size, found.st_mtime_ns
+
+
+def home_refusal(home: Path, planted: Mapping[str, str], backend: str, hint: str) -> ConfigurationError | None:
+    """The refusal of a binary's isolated home holding one of `planted` (a path relative to the home: what it is to the
+    binary), of any kind (a folder, a file, a link), else None. Each is a file the binary reads as its user's own, which
+    decides what runs unasked or what the model is told in every run, and which unified never writes: one there was put
+    by something else, such as a command a model ran in an earlier run (Codex's `rules/`, round 38; Claude Code's
+    `settings.json` hooks, round 41)."""
+    for name, what in planted.items():
+        path = home / name
+        try:
+            os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:  # it cannot be told whether the binary would read it
+            return ConfigurationError(f"cannot check {path} in the {backend} backend's home: {exc}", hint=hint)
+        said = f"{path} is in the {backend} backend's home: {what}; unified never writes it"
+        return ConfigurationError(said, hint=hint)
+    return None

@@ -273,10 +273,11 @@ class ProtectedPaths:
         return found
 
     def match(self, relative: str) -> str | None:
-        """The pattern a `/`-separated relative path matches, at any depth; None if none does."""
+        """The pattern a `/`-separated relative path matches, at any depth (or, an absolute one, the binary's home it
+        lies in: `binary_home`); None if none does."""
         found = self.regex.search(folded_name(relative))
         if found is None:
-            return None
+            return binary_home(relative)
         return next(p for p, g in zip(self.patterns, found.groups(), strict=True) if g is not None)
 
     def match_holder(self, relative: str) -> str | None:
@@ -2720,7 +2721,31 @@ def credential_home(name: str, home: Path) -> None:
     if homes[-1:] != (value,):
         _homes[key] = (*(h for h in homes if h != value), value)[-HOMES_KEPT:]
         _credential_cache = None
+    if key in _BINARY_HOMES:
+        real = os.path.realpath(value)
+        known = _real_homes.get(key, ())
+        if known[-1:] != (real,):
+            _real_homes[key] = (*(h for h in known if h != real), real)[-HOMES_KEPT:]
 
+
+def binary_home(path: str) -> str | None:
+    """The home of a binary backend (`claude-code home`, `codex home`, as `credential_home` recorded them) the real
+    absolute `path` is or lies in, named as a protected pattern; None for the rest. Round 41: a Codex home inside the
+    workspace (a run in the home folder, or `codex_home` set there) was written unasked in auto_edit: its `rules/`,
+    `hooks.json` or `AGENTS.md` is refused at the next run's start, but a run already going reads what the model
+    wrote, and its `config.toml` and `auth.json` are the backend's own. Every write into one is asked."""
+    if not path.startswith("/"):
+        return None
+    for key in _BINARY_HOMES:
+        for home in _real_homes.get(key, ()):
+            if path == home or path.startswith(home.rstrip("/") + "/"):
+                return f"the {key} ({home})"
+    return None
+
+
+_BINARY_HOMES = ("claude-code home", "codex home")
+_real_homes: dict[str, tuple[str, ...]] = {}
+"""The real paths of the binaries' homes `credential_home` recorded (`binary_home`), at most `HOMES_KEPT` each."""
 
 HOMES_KEPT = 64
 """How many homes of each kind `credential_home` keeps, the latest recorded: an orchestrator giving each run a home of

@@ -852,8 +852,11 @@ def _thread_config(tmp_path: Path, *, subagents: bool = True, **fields: Any) -> 
 
 def test_a_thread_reads_no_repository_instructions_unless_asked(tmp_path: Path) -> None:
     """A repository's AGENTS.md and skills reached the model before (no key was set)."""
-    assert _thread_config(tmp_path) == {"project_doc_max_bytes": 0, "skills": {"include_instructions": False}}
-    assert _thread_config(tmp_path, options={"project_instructions": True}) == {}
+    assert _thread_config(tmp_path, approval_mode="yolo") == {
+        "project_doc_max_bytes": 0,
+        "skills": {"include_instructions": False},
+    }
+    assert _thread_config(tmp_path, options={"project_instructions": True}, approval_mode="yolo") == {}
 
 
 @pytest.mark.parametrize(
@@ -878,13 +881,15 @@ def test_a_thread_reads_no_repository_instructions_unless_asked(tmp_path: Path) 
 def test_each_excluded_tool_is_switched_off_in_the_threads_config(
     tmp_path: Path, excluded: tuple[str, ...], switched: dict[str, Any]
 ) -> None:
-    config = _thread_config(tmp_path, excluded_tools=excluded, options={"project_instructions": True})
+    config = _thread_config(
+        tmp_path, excluded_tools=excluded, options={"project_instructions": True}, approval_mode="yolo"
+    )
     assert config == switched
 
 
 def test_a_policy_refusing_subagents_and_an_excluded_shell_share_the_features_table(tmp_path: Path) -> None:
     config = _thread_config(tmp_path, subagents=False, excluded_tools=("exec_command",))
-    assert config["features"] == {"shell_tool": False, "multi_agent": False}
+    assert config["features"] == {"shell_tool": False, "unified_exec_tty": False, "multi_agent": False}
 
 
 def _servers() -> tuple[StdioMcpServer, ...]:

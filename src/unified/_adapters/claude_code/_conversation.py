@@ -64,7 +64,8 @@ def _user_parts(content: object, names: Mapping[str, str]) -> list[UserPart]:
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             text = block["text"]
-            if text.startswith("<system-reminder>") or text.startswith("[Request interrupted by user"):
+            # an empty block is none (`_run.literal_content` ends a prompt starting with `/` with one)
+            if not text or text.startswith("<system-reminder>") or text.startswith("[Request interrupted by user"):
                 continue
             parts.append(TextPart(text=text))
         elif kind == "image":

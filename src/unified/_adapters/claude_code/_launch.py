@@ -37,7 +37,7 @@ import platformdirs
 from unified._adapters.claude_code._key_file import KeyLease, aws_file, key_file, lease, mcp_file, system_file
 from unified._adapters.claude_code._options import BACKEND, ClaudeCodeOptions
 from unified._adapters.claude_code._tools import ask_settings, disallowed_tools
-from unified._binary.environment import EnvPolicy, child_env
+from unified._binary.environment import EnvPolicy, child_env, home_refusal
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
 from unified._urls import base_url_refusal
@@ -47,6 +47,7 @@ from unified.types import ExecuteParams, HttpMcpServer, McpServer, SseMcpServer
 __all__ = [
     "CLAUDE_CODE",
     "ENV_POLICY",
+    "HOME_OVERRIDES",
     "PINNED_VERSION",
     "Launch",
     "claude_env",
@@ -307,6 +308,36 @@ def _mcp_entry(server: McpServer) -> dict[str, Any]:
     return entry
 
 
+HOME_OVERRIDES: Mapping[str, str] = {
+    ".claude/settings.json": "the CLI's user settings, whose hooks, status line and env run with every run",
+    ".claude/CLAUDE.md": "instructions the CLI gives the model in every run",
+    ".claude/rules": "instructions the CLI gives the model in every run",
+    ".claude/agents": "subagents the model may start, with their own instructions",
+    ".claude/skills": "skills the CLI lists to the model in every run",
+    ".claude/output-styles": "output styles, instructions the CLI's settings may choose",
+}
+"""What 2.1.332 reads in its home (`--setting-sources user` reads the user's settings, which are the home's) that
+decides what runs unasked or what the model is told in every run. Red team round 41, measured: a planted
+`<home>/.claude/settings.json` had its `SessionStart`, `UserPromptSubmit` and `PreToolUse` hooks run (in default mode,
+before any permission) and its `env` reach the model's commands; its CLAUDE.md, rules, an agent's and a skill's
+description and the output style it chose reached the model's request. unified writes none of them (settings come in
+`--settings`), nor does the CLI on its own (measured: a run's home holds `.claude.json`, backups, plugins' store,
+sessions, shell snapshots), so one found there was put by something else, such as a command a model ran in an
+earlier run (in yolo, or a write outside the workspace the user allowed): the run is refused. The home's
+`commands/` too (`_NO_COMMANDS`; a command's description reached the model's request, as a skill's), unless the caller
+opts into slash commands (`slash_commands`), whose commands live there."""
+
+_NO_COMMANDS: Mapping[str, str] = {
+    **HOME_OVERRIDES,
+    ".claude/commands": "slash commands, which the CLI lists to the model in every run",
+}
+
+_HOME_HINT = (
+    "remove it (look at what it says first: it may be an attack's), or point the home option elsewhere; settings for "
+    "a run go in its options, never in the backend's home"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Launch:
     """The binary and environment of a run, and how its argv is made."""
@@ -334,6 +365,9 @@ class Launch:
     @classmethod
     def of(cls, params: ExecuteParams, options: ClaudeCodeOptions) -> Launch:
         home = (options.home or default_home()).expanduser().resolve()
+        planted = home_refusal(home, HOME_OVERRIDES if options.slash_commands else _NO_COMMANDS, BACKEND, _HOME_HINT)
+        if planted is not None:
+            raise planted
         env = claude_env(options, home, cwd=params.cwd.expanduser())
         _check_base_url(env, options)
         binary = (

@@ -66,6 +66,11 @@ class ClaudeCodeOptions(BackendOptions):
     speculative start (~0.5 s of CPU) and an idle process, which a one-shot run never uses."""
     pool: ClaudeSparePool | None = None
     """A pool of spares to use instead of the default one (its own size applies)."""
+    slash_commands: bool = False
+    """Let a prompt starting with `/` run as a Claude Code slash command (a built-in such as `/compact`, `/model`,
+    `/login`, or a command file of the home's `.claude/commands/`). Default false: the prompt reaches the model as
+    the text it is (`_run.literal_content`), so a caller forwarding a user's "/login" or "/compact" neither swallows
+    the turn nor runs a command file planted in the home."""
 
 
 def claude_code_options(raw: Mapping[str, object] | BackendOptions) -> ClaudeCodeOptions:

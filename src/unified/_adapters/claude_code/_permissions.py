@@ -64,7 +64,7 @@ from unified.events import (
 )
 from unified.tools import Policy, _protected
 from unified.tools._ask_user import shown_question
-from unified.tools._paths import Workspace, shown_prompt
+from unified.tools._paths import Workspace, shown_name, shown_prompt
 from unified.tools._policy import DEFAULT_TIER, Decision, Rule, Verdict, session_rule
 from unified.tools._runtime import (
     LOCAL_NETWORK_RULE,
@@ -195,6 +195,23 @@ def _beyond_rules(tool: str, tool_input: Mapping[str, Any]) -> tuple[Rule, str] 
     return None
 
 
+def _in_folder(name: str, args: Mapping[str, Any], folder: str) -> dict[str, Any]:
+    """A call's arguments (unified's names, `policy_call`) as the CLI reads them while it works in `folder` (relative to
+    the workspace root) after an `EnterWorktree`: a command runs there (`dir_path`, which the policy and the protected
+    paths read, and which scopes an "allow always" to that folder), a relative path and a search or glob naming no
+    folder are read from there."""
+    moved = dict(args)
+    if name == "run_shell_command":
+        moved["dir_path"] = folder
+    for key in ("file_path", "path"):
+        value = moved.get(key)
+        if isinstance(value, str) and value and not value.startswith(("/", "~")):
+            moved[key] = f"{folder}/{value}"
+    if name in ("search", "glob") and not (isinstance(moved.get("path"), str) and moved["path"]):
+        moved["path"] = folder
+    return moved
+
+
 class PermissionBridge:
     """Answers the `can_use_tool` requests of one run."""
 
@@ -218,6 +235,15 @@ class PermissionBridge:
         _protected.credential_home(
             "claude-code", self.home
         )  # a caller's `home` option: its keys are credential files too
+        self.moves: list[str] = []
+        """Allowed `EnterWorktree` / `ExitWorktree` calls whose result has not been read yet (`_folder`)."""
+        self.folder: str | None = None
+        """Where the CLI's commands run, relative to the workspace root, once a worktree it entered is known; None: the
+        workspace root."""
+        self.lost: str | None = None
+        """Why unified no longer knows where the CLI works (every later call is asked), or None."""
+        self.isolated: set[str] = set()
+        """Allowed `Agent` calls with `isolation`: their subagents work in a worktree of their own."""
 
     async def answer(self, request_id: str, request: Mapping[str, Any], emit: Emit) -> Answer | None:
         """Decide one request, emit what the stream shows of it, send the answer. None: the CLI
@@ -268,6 +294,8 @@ class PermissionBridge:
         else:
             answer = await self._permission(request_id, call_id, tool, tool_input, request, task)
         self.translator.decided.add(call_id)
+        if answer.decision.decision == "allow":
+            self._moving(call_id, tool, tool_input, task)
         if answer.decision.input is not None:
             self.translator.ran_with[call_id] = dict(answer.decision.input)
         if answer.stops_run:
@@ -277,6 +305,50 @@ class PermissionBridge:
             return None
         await self.connection.respond(request_id, answer.response)
         return answer
+
+    # --- where the CLI works ------------------------------------------------------------------------
+
+    def _moving(self, call_id: str, tool: str, tool_input: Mapping[str, Any], task: str | None) -> None:
+        """Note an allowed call that moves where the CLI (or a subagent) works."""
+        if tool in ("EnterWorktree", "ExitWorktree"):
+            if task is not None:  # a subagent's: whose folder it moves is not measured
+                self.lost = f"a subagent's {tool} moved the folder the CLI works in"
+            self.moves.append(call_id)
+        elif tool in AGENT_TOOLS and tool_input.get("isolation") is not None:
+            self.isolated.add(call_id)
+
+    async def _folder(self, task: str | None, agent_id: object) -> tuple[str | None, str | None]:
+        """(where a call runs, relative to the workspace root, None for the root; why unified does not know it, None
+        when it does: the call is then asked). Round 41: after an allowed `EnterWorktree` the CLI's commands ran in
+        `.claude/worktrees/<name>` (or in the existing worktree its `path` names, anywhere `git worktree list` lists
+        one, which a repository's `.git/worktrees/*/gitdir` decides) while unified judged their relative paths against
+        the workspace; so did an isolated subagent's."""
+        tasks = self.translator.tasks
+        if self.isolated and (
+            (task is not None and tasks[task].tool_use_id in self.isolated) or (task is None and agent_id is not None)
+        ):
+            return None, "its subagent works in a git worktree of its own, where unified does not judge paths"
+        for call_id in [c for c in self.moves if c in self.translator.answered]:
+            self.moves.remove(call_id)
+            if call_id not in self.translator.moved_to:
+                continue  # it failed: nothing moved
+            where = self.translator.moved_to[call_id]
+            if where is None:
+                self.lost = "the CLI did not say which folder it works in after a worktree call"
+                continue
+            real = Path(await anyio.to_thread.run_sync(os.path.realpath, where))
+            root = self.workspace.root
+            if real == root:
+                self.folder = None
+            elif self.workspace.contains(real) and real.is_relative_to(root):
+                self.folder = real.relative_to(root).as_posix()
+            else:
+                self.lost = f"the CLI works in {shown_name(clip(where, 200, more='…'))}, outside the workspace"
+        if self.lost is not None:
+            return None, self.lost
+        if self.moves:
+            return None, "a worktree call the user allowed has not ended: the folder the CLI works in is not known yet"
+        return self.folder, None
 
     # --- permission ------------------------------------------------------------------------------
 
@@ -290,9 +362,14 @@ class PermissionBridge:
         task: str | None,
     ) -> Answer:
         name, args = policy_call(tool, tool_input)
+        folder, lost = await self._folder(task, request.get("agent_id"))
+        if folder is not None:
+            args = _in_folder(name, args, folder)
         paths = _home_expanded(args, self.home)
         verdict = await linked_verdict(self.policy, self.workspace, name, args, self.mode, paths=paths, elsewhere=True)
-        if verdict.decision is Decision.ALLOW and self.mode != "yolo":
+        if verdict.decision is Decision.ALLOW and self.mode != "yolo" and lost is not None:
+            verdict = Verdict(Decision.ASK_USER, _UNJUDGED_RULE, lost)
+        elif verdict.decision is Decision.ALLOW and self.mode != "yolo":
             guarded = await protected_write(
                 name,
                 paths,

@@ -63,7 +63,7 @@ from unified.events import SessionStarted, UnifiedEvent, Usage, WarningEvent
 from unified.sessions import short_id_of
 from unified.types import StdioMcpServer
 
-__all__ = ["ClaudeRun", "RunPlan", "SpareLost", "prompt_content"]
+__all__ = ["ClaudeRun", "RunPlan", "SpareLost", "literal_content", "prompt_content"]
 
 INITIALIZE_TIMEOUT_S = 120.0
 MAX_EARLY_LINES = 100
@@ -105,6 +105,24 @@ def prompt_content(text: str, images: Sequence[tuple[str, bytes]]) -> str | list
             {"type": "image", "source": {"type": "base64", "media_type": mime, "data": base64.b64encode(data).decode()}}
         )
     return blocks
+
+
+def literal_content(content: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """The user message's content as the model reads it, never as a slash command (the `slash_commands` option off).
+
+    Measured with 2.1.332 (stream-json input): a message whose text starts with `/` is run as a slash command, a string
+    or the last text block of a list alike. `/cost`, `/login`, `/clear`, `/compact`, `/context` made no model request
+    at all (the run ended `success` with no text: the caller's words were gone); `/model <name>` switched the session's
+    model; `/init` sent the CLI's own prompt to write CLAUDE.md; `/<name>` sent the body of `.claude/commands/<name>.md`
+    of the CLI's home (where a model's command of an earlier run may have planted one) in its place. The CLI reads
+    only the last block and drops an empty text block before its request (the model read `/cost` alone, on resume too),
+    so an empty text block last keeps the words as they are. Any text block whose words start with `/` (leading
+    blanks aside: fail closed) gets one."""
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    texts = [block.get("text") for block in blocks if isinstance(block, dict) and block.get("type") == "text"]
+    if not any(isinstance(text, str) and text.lstrip().startswith("/") for text in texts):
+        return content
+    return [*blocks, {"type": "text", "text": ""}]
 
 
 class SpareLost(Exception):
@@ -201,7 +219,7 @@ class ClaudeRun:
             bridge = PermissionBridge(self.ctx, connection, self.translator, self.options.policy, self.launch.home)
             try:
                 pending = await self._initialize(spare.initialize_id if spare is not None else None)
-                await connection.user(plan.content)
+                await connection.user(plan.content if self.options.slash_commands else literal_content(plan.content))
                 if replenish is not None:
                     await replenish()
                 outcome = await self._pump(bridge, pending)

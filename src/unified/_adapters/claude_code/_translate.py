@@ -230,6 +230,10 @@ class _Task:
     done: bool = False
 
 
+_MOVES = {"EnterWorktree": "worktreePath", "ExitWorktree": "restoredCwd"}
+"""The CLI's tools that move its working folder, and the key of their structured result naming the folder it then
+works in (measured with 2.1.332)."""
+
 _TERMINAL_TASK = {
     "completed": "completed",
     "failed": "failed",
@@ -263,6 +267,10 @@ class StreamTranslator:
     """Calls the caller stopped the run at: their (rejection) result is not shown."""
     ran_with: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Calls that ran with another input than the model's (the caller changed it)."""
+    moved_to: dict[str, str | None] = field(default_factory=dict)
+    """The folder the CLI says it works in after each `EnterWorktree` / `ExitWorktree` call that succeeded (its
+    result's `worktreePath` / `restoredCwd`; None when the result names none): the permission bridge judges the
+    paths of later calls from there. A call that failed moved nothing and has no entry."""
     tasks: dict[str, _Task] = field(default_factory=dict)
     background: set[str] = field(default_factory=set)
     """`local_agent` tasks the CLI lists as running in the background."""
@@ -598,6 +606,9 @@ class StreamTranslator:
                 data = {"value": structured}
             if images:
                 data = {**(data or {}), "images": images}
+            if call.name in _MOVES and not is_error:
+                folder = (data or {}).get(_MOVES[call.name])
+                self.moved_to[call_id] = folder if isinstance(folder, str) and folder else None
             items.append(
                 ToolResult(
                     tool_use_id=call_id,

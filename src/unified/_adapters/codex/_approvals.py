@@ -146,7 +146,11 @@ def _unreadable(kind: Kind, params: dict[str, Any], call_id: str) -> str | None:
     if kind == "mcp":
         # The server is named; the tool often is not (`_meta` may carry only `tool_params`, the tool's name
         # being in the request's prose): a request without it is still asked, as its server's tool.
-        return None if isinstance(params.get("serverName"), str) and params["serverName"] else "no MCP server named"
+        if not (isinstance(params.get("serverName"), str) and params["serverName"]):
+            return "no MCP server named"
+        # Round 41: one matching no call Codex started was decided with no event (`permission_decision` names a
+        # call): in yolo, or by a rule, allowed unseen. What it would run is no call the run has shown.
+        return None if call_id else "it matches no MCP tool call Codex started (server, tool and arguments)"
     if not call_id:
         return "no itemId"
     if kind == "command" and "command" in params and not isinstance(params["command"], str):

@@ -41,7 +41,7 @@ import platformdirs
 
 from unified._adapters.codex._options import BACKEND, CodexOptions
 from unified._adapters.codex._resources_relay import HEADERS_VARIABLE, URL_VARIABLE
-from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature, signature
+from unified._binary.environment import EnvPolicy, FileSignature, child_env, file_signature, home_refusal, signature
 from unified._binary.install import BinarySpec, locate
 from unified._binary.process import AgentSubprocess
 from unified._files import (
@@ -430,34 +430,38 @@ def project_mcp_servers_off(cwd: Path, own: Sequence[str] = (), home: Path | Non
     return off
 
 
-HOME_OVERRIDES = ("rules", "AGENTS.md", "AGENTS.override.md")
+HOME_OVERRIDES: Mapping[str, str] = {
+    "rules": "exec policy rules, which let Codex run commands without asking",
+    "AGENTS.md": "instructions Codex gives the model in every run",
+    "AGENTS.override.md": "instructions Codex gives the model in every run",
+    "hooks.json": "hooks, commands Codex runs at its own events",
+    "hooks": "hooks, commands Codex runs at its own events",
+}
 """What Codex 0.171 reads in its home, besides our config.toml, that decides what runs unasked or what the model is
 told in every run: `rules/` (its exec policy: a `prefix_rule(pattern=["touch"], decision="allow")` there had the
 model's `touch PWNED` run in default mode with no approval request at all) and the home's AGENTS.md (put into every
 request, whatever `project_doc_max_bytes` says); measured, round 38. unified writes none of them (it never answers
 `acceptWithExecpolicyAmendment`, which writes a rule there), nor does Codex on its own, so one found there was put by
-something else, such as a command a model ran in an earlier run: the run is refused (`_home_refusal`)."""
+something else, such as a command a model ran in an earlier run: the run is refused (`environment.home_refusal`).
+Round 41: the home's `hooks.json` (hooks are on in 0.171, `features list`: `hooks stable true`), whose commands
+Codex runs at its session's and tools' events once trusted (a planted one, untrusted, ran nothing: measured; how
+0.171 records a hook's trust, a `trusted_hash` per hook, was not), and a `hooks` folder (0.171 names
+`hooks/hooks.json`); Codex writes neither itself (measured: a run's home holds none)."""
 
 
-def _home_refusal(home: Path) -> ConfigurationError | None:
-    """The refusal of a home holding one of `HOME_OVERRIDES` (of any kind: a folder, a file, a link), else None."""
-    for name in HOME_OVERRIDES:
-        path = home / name
-        try:
-            os.lstat(path)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        except OSError as exc:  # it cannot be told whether Codex would read it
-            return ConfigurationError(f"cannot check {path} in the codex backend's home: {exc}", hint=_HOME_HINT)
-        what = (
-            "exec policy rules, which let Codex run commands without asking"
-            if name == "rules"
-            else "instructions Codex gives the model in every run"
-        )
-        return ConfigurationError(
-            f"{path} is in the codex backend's home: {what}; unified never writes it", hint=_HOME_HINT
-        )
-    return None
+def _home_skills(home: Path) -> dict[str, str]:
+    """The home's own skills besides those Codex bundles (`skills/.system`, which it writes at every start), as
+    `home_refusal` takes them. Round 41: with `project_instructions` on, a planted `<home>/skills/evil/SKILL.md` was
+    listed to the model as a skill it must use (measured with 0.171; the option reads the repository's skills, not
+    the home's). A folder that cannot be listed is refused whole (fail closed)."""
+    what = "a skill Codex lists to the model as one it must use"
+    try:
+        with os.scandir(home / "skills") as entries:
+            return {f"skills/{entry.name}": what for entry in entries if entry.name != ".system"}
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    except OSError:
+        return {"skills": what}
 
 
 _HOME_HINT = "remove it (look at what it says first: it may be an attack's), or point codex_home elsewhere"
@@ -499,7 +503,7 @@ class Launch:
                     f"the codex backend's home {home} is your own Codex home",
                     hint="unified runs Codex in a home of its own: point codex_home / UNIFIED_CODEX_HOME elsewhere",
                 )
-        if (planted := _home_refusal(home)) is not None:
+        if (planted := home_refusal(home, {**HOME_OVERRIDES, **_home_skills(home)}, BACKEND, _HOME_HINT)) is not None:
             raise planted
         extra = dict(options.env)
         key = options.api_key or source.get("OPENAI_API_KEY") or None

@@ -25,6 +25,17 @@ tools it offers, the thread's MCP servers. Over stdin, per thread, so a warm pro
   as inside the workspace (`_approvals.ApprovalBridge._workspace`). Codex writes the environment context at a
   thread's first turn, so a resumed thread's model was not told of folders added later (measured): a resume
   replaces the thread's roots (`runtimeWorkspaceRoots`, `_run.CodexRun._open`), which makes Codex tell it anew.
+- **No terminal outside yolo.** The model's `write_stdin` types into a process an `exec_command` started, which
+  Codex 0.171 does without asking anyone and reports only once the input is written (`item/commandExecution/
+  terminalInteraction`): the allow of `bash` or `python3` would let the model type any command into it. Measured,
+  nothing holds the input before it lands: no approval of `kind: "writeStdin"` came (the schema has one, the
+  `write_stdin_approval` feature is on) under `approvalPolicy` `untrusted` or `on-request`, sandbox
+  `danger-full-access`, `workspace-write` or `read-only` (the read-only sandbox only confined what the typed command
+  wrote). But only a terminal session keeps its stdin open: without `tty` Codex answers the model's `write_stdin`
+  "stdin is closed for this session" and writes nothing. So outside yolo `features.unified_exec_tty = false`: an
+  `exec_command` asking for `tty` is answered "TTY execution is disabled by config; omit `tty` or set it to false"
+  (before the approval: nothing runs) and no input ever reaches a process (red team round 41; before, the first
+  input was written and the run stopped after it, `_run.CodexRun._stop_unasked_input`, still the backstop).
 - **MCP resources.** With any MCP server Codex 0.171 offers `list_mcp_resources`, `list_mcp_resource_templates`
   and `read_mcp_resource`, and runs them without asking the client; no key turns them off, and interrupting the
   turn comes too late (measured, three runs: the server's resource handler ran 17 ms before unified's `tool_use`
@@ -158,6 +169,8 @@ def thread_config(params: ExecuteParams, options: CodexOptions, launch: Launch, 
         _set(config, ("sandbox_workspace_write", "writable_roots"), included_roots(params))
     for switch in switched_off(params):
         _set(config, switch.path, False)
+    if params.approval_mode != "yolo":  # no terminal session: no stdin the model's `write_stdin` could type into
+        _set(config, ("features", "unified_exec_tty"), False)
     if not subagents:
         # Codex asks nobody before a spawn: a policy that might refuse one turns the tools off for the thread
         _set(config, ("features", "multi_agent"), False)
