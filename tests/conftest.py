@@ -11,13 +11,14 @@ from __future__ import annotations
 import multiprocessing.util
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.harness.homes import point_home_at
+from tests.harness.slow_first import DURATIONS, read_durations, shares_a_module_fixture, slow_first
 
 if TYPE_CHECKING:
     from tests.harness.postgres_server import PostgresServer
@@ -48,13 +49,23 @@ _AUTH_ENV = (
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Generator[None]:
+    """Marks each test's tier before `-m` selects by it; then, on an xdist worker spreading tests one by one, lays
+    the selected tests out slowest first (`tests.harness.slow_first` says why)."""
     for item in items:
         top = item.path.relative_to(TESTS_ROOT).parts[0]
         if top in E2E_FOLDERS and item.get_closest_marker("e2e") is None:
             item.add_marker(pytest.mark.e2e)
         if item.get_closest_marker("e2e") is None:
             item.add_marker(pytest.mark.unit)
+    yield
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and config.getoption("dist") == "load":
+        together = {item.nodeid.split("::", 1)[0] for item in items if shares_a_module_fixture(item)}
+        nodeids = [item.nodeid for item in items]
+        order = slow_first(nodeids, read_durations(DURATIONS), workerinput["workercount"], together)
+        items[:] = [items[i] for i in order]
 
 
 @pytest.fixture(autouse=True)

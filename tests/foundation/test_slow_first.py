@@ -1,0 +1,135 @@
+"""The suite's slow tests start first on every xdist worker (tests/harness/slow_first.py), checked against xdist's own
+`--dist load` scheduler: what each worker is handed first is what the order meant it to get."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from xdist.scheduler.load import LoadScheduling
+
+from tests.harness.slow_first import DURATIONS, durations_from_report, read_durations, slow_first
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(eq=False)
+class _Worker:
+    """What `LoadScheduling` asks of a worker: the batches it is sent."""
+
+    name: str
+    batches: list[list[int]] = field(default_factory=list)
+    shutting_down: bool = False
+
+    def __post_init__(self) -> None:
+        self.gateway = SimpleNamespace(id=self.name)
+
+    def send_runtest_some(self, indices: Sequence[int]) -> None:
+        self.batches.append(list(indices))
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+class _Config:
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+
+    def getvalue(self, name: str) -> Any:
+        return [f"{self.workers}*popen"] if name == "tx" else None
+
+    def getoption(self, name: str) -> Any:
+        return None
+
+
+def _first_batches(collection: list[str], workers: int) -> list[list[str]]:
+    """The tests xdist's load scheduler hands each worker before any has finished one."""
+    scheduler = LoadScheduling(_Config(workers), SimpleNamespace(loadsched=lambda *args: None))
+    nodes = [_Worker(f"gw{n}") for n in range(workers)]
+    for node in nodes:
+        scheduler.add_node(node)
+        scheduler.add_node_collection(node, collection)
+    scheduler.schedule()
+    return [[collection[i] for i in node.batches[0]] for node in nodes]
+
+
+def _suite(modules: int = 40, tests: int = 30) -> list[str]:
+    return [f"tests/test_m{m:02}.py::test_{t:02}" for m in range(modules) for t in range(tests)]
+
+
+def _ordered(collection: list[str], seconds: dict[str, float], workers: int, together: set[str]) -> list[str]:
+    return [collection[i] for i in slow_first(collection, seconds, workers, together)]
+
+
+def test_each_worker_is_first_handed_an_equal_share_of_the_slow_tests_however_late_they_were_collected() -> None:
+    collection = _suite()
+    late = collection[-40:]  # the last module and a third of the one before it
+    seconds = {nodeid: float(10 + n) for n, nodeid in enumerate(late)}
+
+    batches = _first_batches(_ordered(collection, seconds, 4, set()), 4)
+
+    shares = [sum(seconds.get(nodeid, 0.0) for nodeid in batch) for batch in batches]
+    assert sorted(nodeid for batch in batches for nodeid in batch if nodeid in seconds) == sorted(late)
+    assert max(shares) - min(shares) <= max(seconds.values())
+    assert all(batch[0] in seconds for batch in batches)  # each worker starts on a slow test
+
+
+def test_a_module_sharing_a_fixture_moves_whole_onto_one_worker_in_its_order() -> None:
+    collection = _suite()
+    warm = "tests/test_m39.py"
+    seconds = {f"{warm}::test_03": 50.0, f"{warm}::test_20": 40.0, "tests/test_m10.py::test_00": 30.0}
+
+    batches = _first_batches(_ordered(collection, seconds, 4, {warm}), 4)
+
+    holding = [batch for batch in batches if any(nodeid.startswith(warm) for nodeid in batch)]
+    assert len(holding) == 1
+    assert [nodeid for nodeid in holding[0] if nodeid.startswith(warm)] == [f"{warm}::test_{t:02}" for t in range(30)]
+    assert "tests/test_m10.py::test_00" not in holding[0]  # the next slowest goes to a worker with less to do
+
+
+def test_the_tests_not_moved_keep_their_collection_order_and_none_is_lost_or_repeated() -> None:
+    collection = _suite(modules=5, tests=8)
+    seconds = {collection[7]: 3.0, collection[30]: 9.0, "tests/test_gone.py::test_renamed": 99.0}
+
+    ordered = _ordered(collection, seconds, 2, set())
+
+    assert sorted(ordered) == sorted(collection)
+    assert ordered[0] == collection[30]  # the slowest first; a test no longer collected changes nothing
+    unmoved = [nodeid for nodeid in ordered if nodeid not in seconds]
+    assert unmoved == [nodeid for nodeid in collection if nodeid not in seconds]
+
+
+def test_a_module_too_big_for_a_first_block_stays_where_it_was_collected() -> None:
+    collection = _suite(modules=4, tests=20)  # a first block holds 80 // 2 // 4 = 10 tests
+    seconds = {"tests/test_m03.py::test_00": 30.0}
+
+    assert _ordered(collection, seconds, 2, {"tests/test_m03.py"}) == collection
+
+
+def test_the_durations_file_is_made_from_a_report_summing_each_tests_phases(tmp_path: Path) -> None:
+    report = (
+        "============================== slowest durations ===============================\n"
+        "2.50s call     tests/a.py::test_x[one two]\n"
+        "0.60s setup    tests/a.py::test_x[one two]\n"
+        "0.90s call     tests/b.py::test_fast\n"
+        "0.05s teardown tests/b.py::test_fast\n"
+        "1.20s call     tests/c.py::test_y\n"
+        "(23646 durations < 0.005s hidden.  Use -vv to show these durations.)\n"
+    )
+    made = tmp_path / "slow_tests.txt"
+    made.write_text(durations_from_report(report), encoding="utf-8")
+
+    assert read_durations(made) == {"tests/a.py::test_x[one two]": 3.1, "tests/c.py::test_y": 1.2}
+
+
+def test_no_durations_file_is_the_collection_order(tmp_path: Path) -> None:
+    assert read_durations(tmp_path / "absent.txt") == {}
+
+
+def test_every_module_the_durations_file_names_exists() -> None:
+    modules = {nodeid.split("::", 1)[0] for nodeid in read_durations(DURATIONS)}
+    assert modules
+    assert sorted(module for module in modules if not (ROOT / module).is_file()) == []
