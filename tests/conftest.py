@@ -49,6 +49,20 @@ _AUTH_ENV = (
 )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--slow-tests",
+        type=Path,
+        default=DURATIONS,
+        help="the slowest tests of a measured run, started first with --dist load (tests/harness/slow_first.py)",
+    )
+
+
+def pytest_configure_node(node: Any) -> None:
+    """Tells each xdist worker whether tests are spread one by one: a worker's own `dist` option always reads "no"."""
+    node.workerinput["slow_first"] = node.config.getoption("dist") == "load"
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Generator[None]:
     """Marks each test's tier before `-m` selects by it; then, on an xdist worker spreading tests one by one, lays
@@ -60,11 +74,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("e2e") is None:
             item.add_marker(pytest.mark.unit)
     yield
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None and config.getoption("dist") == "load":
+    workerinput = getattr(config, "workerinput", {})
+    if workerinput.get("slow_first"):
         together = {item.nodeid.split("::", 1)[0] for item in items if shares_a_module_fixture(item)}
-        nodeids = [item.nodeid for item in items]
-        order = slow_first(nodeids, read_durations(DURATIONS), workerinput["workercount"], together)
+        seconds = read_durations(config.getoption("slow_tests"))
+        order = slow_first([item.nodeid for item in items], seconds, workerinput["workercount"], together)
         items[:] = [items[i] for i in order]
 
 

@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from xdist.scheduler.load import LoadScheduling
 
 from tests.harness.slow_first import DURATIONS, durations_from_report, read_durations, slow_first
@@ -133,3 +138,34 @@ def test_every_module_the_durations_file_names_exists() -> None:
     modules = {nodeid.split("::", 1)[0] for nodeid in read_durations(DURATIONS)}
     assert modules
     assert sorted(module for module in modules if not (ROOT / module).is_file()) == []
+
+
+@pytest.mark.e2e
+def test_a_run_on_xdist_workers_starts_each_worker_on_a_named_slow_test(tmp_path: Path) -> None:
+    """The whole path: the controller tells the workers tests are spread one by one (a worker's own `dist` option
+    reads "no"), and each worker reorders what it collected before xdist hands it out."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_XDIST")}
+    pytest_command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/foundation/test_models.py"]
+    listed = subprocess.run(
+        [*pytest_command, "--collect-only", "-q"], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    collected = [line for line in listed.stdout.splitlines() if "::" in line]
+    slow = collected[-2:]
+    named = tmp_path / "slow_tests.txt"
+    named.write_text(f"9.0 {slow[0]}\n8.0 {slow[1]}\n", encoding="utf-8")
+
+    run = subprocess.run(
+        [*pytest_command, "-n", "2", "-v", "--slow-tests", str(named)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert run.returncode == 0, run.stdout[-2000:]
+    first: dict[str, str] = {}
+    for line in run.stdout.splitlines():
+        if match := re.match(r"\[(gw\d)\] \[ *\d+%\] PASSED (\S+)", line):
+            first.setdefault(match[1], match[2])
+    assert sorted(first.values()) == sorted(slow), run.stdout[-2000:]
