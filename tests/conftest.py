@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.harness.homes import point_home_at
-from tests.harness.slow_first import DURATIONS, read_durations, shares_a_module_fixture, slow_first
+from tests.harness.slow_first import DURATIONS, read_durations, slow_first
 
 if TYPE_CHECKING:
     from tests.harness.postgres_server import PostgresServer
@@ -66,7 +66,7 @@ def pytest_configure_node(node: Any) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Generator[None]:
     """Marks each test's tier before `-m` selects by it; then, on an xdist worker spreading tests one by one, lays
-    the selected tests out slowest first (`tests.harness.slow_first` says why)."""
+    the selected tests out slowest modules first (`tests.harness.slow_first` says why)."""
     for item in items:
         top = item.path.relative_to(TESTS_ROOT).parts[0]
         if top in E2E_FOLDERS and item.get_closest_marker("e2e") is None:
@@ -76,9 +76,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     yield
     workerinput = getattr(config, "workerinput", {})
     if workerinput.get("slow_first"):
-        together = {item.nodeid.split("::", 1)[0] for item in items if shares_a_module_fixture(item)}
         seconds = read_durations(config.getoption("slow_tests"))
-        order = slow_first([item.nodeid for item in items], seconds, workerinput["workercount"], together)
+        order = slow_first([item.nodeid for item in items], seconds, workerinput["workercount"])
         items[:] = [items[i] for i in order]
 
 
