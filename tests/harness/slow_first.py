@@ -2,15 +2,16 @@
 
 With `--dist load` (scripts/test) xdist hands tests out in collection order: first each worker the next
 `len(tests) // workers // 4` of them in one block (`xdist.scheduler.load.LoadScheduling.schedule`), then more
-blocks, of so many tests, to whoever runs low. A slow test collected late starts late and runs on while the other
-workers, done, wait: the suite's long tail (a fresh-clone run once spent its last 3% so). So tests/conftest.py lays
+blocks, of so many tests, to whoever runs low, and never takes a test back. In collection order the fourth worker's
+first block (tests 2,439-3,251 of 13,021) held tests/e2e/gemini_cli, tests/e2e/conformance and most of the rest of
+the e2e tier, the Node binaries' runs that are most of the suite's CPU, which it then ran alone while the others,
+done, waited: the suite's long tail (a fresh-clone run once spent its last 3% so). So tests/conftest.py lays
 the tests out before xdist reads them: the modules holding a test `DURATIONS` names (a measured run's slowest, with
 their seconds), longest first, each into the first block of the worker whose share of seconds is smallest so far;
 every other module keeps its place in the collection order. Every worker computes the same order from the same
 inputs, as xdist requires. A module moves whole, in its order, onto one worker: its tests spread one by one over
-the workers (tried first) made each worker build what the module's tests share (a module-scoped fixture such as
-a warm Gemini CLI or 600 MB of files, a cache such as test_layering's import graph): tests/foundation took 101 s
-of user CPU instead of 85 s.
+the workers would make each worker build what they share (a module-scoped fixture such as a warm Gemini CLI or
+600 MB of files, a cache such as test_layering's import graph).
 """
 
 from __future__ import annotations
