@@ -11,13 +11,14 @@ from __future__ import annotations
 import multiprocessing.util
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.harness.homes import point_home_at
+from tests.harness.slow_first import DURATIONS, read_durations, slow_first
 
 if TYPE_CHECKING:
     from tests.harness.postgres_server import PostgresServer
@@ -48,13 +49,36 @@ _AUTH_ENV = (
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--slow-tests",
+        type=Path,
+        default=DURATIONS,
+        help="the slowest tests of a measured run, started first with --dist load (tests/harness/slow_first.py)",
+    )
+
+
+def pytest_configure_node(node: Any) -> None:
+    """Tells each xdist worker whether tests are spread one by one: a worker's own `dist` option always reads "no"."""
+    node.workerinput["slow_first"] = node.config.getoption("dist") == "load"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Generator[None]:
+    """Marks each test's tier before `-m` selects by it; then, on an xdist worker spreading tests one by one, lays
+    the selected tests out slowest modules first (`tests.harness.slow_first` says why)."""
     for item in items:
         top = item.path.relative_to(TESTS_ROOT).parts[0]
         if top in E2E_FOLDERS and item.get_closest_marker("e2e") is None:
             item.add_marker(pytest.mark.e2e)
         if item.get_closest_marker("e2e") is None:
             item.add_marker(pytest.mark.unit)
+    yield
+    workerinput = getattr(config, "workerinput", {})
+    if workerinput.get("slow_first"):
+        seconds = read_durations(config.getoption("slow_tests"))
+        order = slow_first([item.nodeid for item in items], seconds, workerinput["workercount"])
+        items[:] = [items[i] for i in order]
 
 
 @pytest.fixture(autouse=True)
