@@ -354,8 +354,8 @@ def _grown(before: Conversation, after: Conversation) -> str | None:
     if size <= limits.MAX_CONVERSATION_BYTES:
         return None
     return (
-        f"with an error result for each call no result answers, the conversation is {size} bytes of JSON, "
-        f"more than a run takes ({limits.MAX_CONVERSATION_BYTES})"
+        "with an error result for each call no result answers, the conversation is "
+        f"{limits.conversation_too_large(size)}"
     )
 
 

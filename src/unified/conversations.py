@@ -462,7 +462,7 @@ class Conversation(BaseModel):
         except ValueError as exc:  # pydantic's serialization error: nothing above should let one through
             return f"it cannot be written as JSON ({exc})"
         if max_bytes is not None and size > max_bytes:
-            return f"it is {size} bytes of JSON, more than a run takes ({max_bytes})"
+            return f"it is {limits.conversation_too_large(size, max_bytes)}"
         called: set[str] = set()
         for number, turn in enumerate(self.turns):
             for part in turn.parts:

@@ -297,10 +297,25 @@ def _choice(values: tuple[str, ...] | Callable[[], tuple[str, ...]]) -> Callable
 
 def _finite_seconds(value: float | None) -> float | None:
     """A typer callback for a time limit: infinity (`inf`, or `1e400`, which reads as it) is refused, not taken as
-    no limit: leaving the option out is that, and a limit nobody can reach is more likely a typo."""
-    if value is not None and value == float("inf"):
+    no limit: leaving the option out is that, and a limit nobody can reach is more likely a typo. NaN is said to be
+    no number: the option's own range (`min=`, checked before this) said "Input should be greater than or equal to
+    0.001" of it, as if a number had been given, so the range is checked here, after it (bad input round 26)."""
+    if value is None:
+        return value
+    if value != value:  # NaN, as `nan` reads
+        raise typer.BadParameter("nan is not a number: give a number of seconds, or leave the option out for no limit")
+    if value == float("inf"):
         raise typer.BadParameter(f"{value} is no number of seconds (give one, or leave the option out for no limit)")
+    if value < _SHORTEST_S:
+        raise typer.BadParameter(
+            f"{value:g} s is shorter than any run: give at least {_SHORTEST_S:g} s, or leave the option out for "
+            "no limit"
+        )
     return value
+
+
+_SHORTEST_S = 0.001
+"""The shortest time limit `--timeout` takes."""
 
 
 def _matrix_backends() -> tuple[str, ...]:
@@ -344,16 +359,22 @@ def _read_history(path: Path) -> Conversation:
     from pydantic import ValidationError
 
     from unified import _limits as limits
-    from unified._files import read_regular
+    from unified._files import FileTooLarge, read_regular
     from unified.conversations import Conversation
 
     bound = limits.MAX_CONVERSATION_BYTES
     try:  # a regular file only (a FIFO is never waited on, /dev/zero never read), and bounded
         data = sys.stdin.buffer.read(bound + 1) if str(path) == "-" else read_regular(path, max_bytes=bound)
+    except FileTooLarge as exc:  # its size, as the file says it (`open_regular` refuses it unread)
+        raise _fail(f"--history {path} is {limits.conversation_too_large(exc.size)}", EXIT_BAD_INPUT) from None
     except OSError as exc:
         raise _fail(f"cannot read --history {path}: {exc.strerror or exc}", EXIT_BAD_INPUT) from None
-    if len(data) > bound:
-        raise _fail(f"cannot read --history {path}: more than {bound} bytes", EXIT_BAD_INPUT)
+    if len(data) > bound:  # stdin: read no further than one byte over
+        raise _fail(
+            f"--history {path} is more than {bound:,} bytes ({bound / 2**20:g} MiB), more than a run takes: "
+            "leave out its oldest turns or its largest images and tool outputs",
+            EXIT_BAD_INPUT,
+        )
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16, as Windows PowerShell's `>` saves an export
         try:
             data = data.decode("utf-16").encode("utf-8")
@@ -388,7 +409,11 @@ def _read_prompt() -> str:
     except OSError as exc:
         raise _fail(f"cannot read the prompt from stdin: {exc.strerror or exc}", EXIT_BAD_INPUT) from None
     if len(data) > bound:
-        raise _fail(f"the prompt on stdin is more than {bound} bytes", EXIT_BAD_INPUT)
+        raise _fail(
+            f"the prompt on stdin is more than {bound:,} bytes ({bound / 2**20:g} MiB), more than a run sends: put "
+            "long material in a file of the workspace and name it in the prompt",
+            EXIT_BAD_INPUT,
+        )
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
@@ -554,7 +579,7 @@ def run(
     timeout: Annotated[
         float | None,
         typer.Option(
-            min=0.001, callback=_finite_seconds, help="Total time limit in seconds (finite; leave out for none)."
+            callback=_finite_seconds, help="Total time limit in seconds (finite, 0.001 or more; leave out for none)."
         ),
     ] = None,
     approve: Annotated[
