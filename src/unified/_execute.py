@@ -29,7 +29,7 @@ from unified.backends import (
     known_backends,
     load_backend_factory,
 )
-from unified.conversations import CONTINUE_PROMPT, Conversation, TextPart, UserTurn, provider_of_backend
+from unified.conversations import CONTINUE_PROMPT, Conversation, TextPart, UserTurn, is_blank, provider_of_backend
 from unified.errors import ConfigurationError, RoutingError, SessionNotFound, UnifiedError
 from unified.events import Failover, JsonValue, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
@@ -359,13 +359,15 @@ def _grown(before: Conversation, after: Conversation) -> str | None:
     )
 
 
-def _with_history_answered(params: ExecuteParams) -> ExecuteParams:
+def _with_history_answered(params: ExecuteParams) -> tuple[ExecuteParams, list[UnsupportedOption]]:
     """`params` with its history in the order every provider takes (`Conversation.with_results_after_calls`)
     and every call that no result answers given an error result: a history cut between a call and its result
-    (or edited) is otherwise refused by every provider's API."""
+    (or edited) is otherwise refused by every provider's API. Its text parts with no text are left out there (the
+    APIs refuse them: bad input round 26, they were sent as they were), with a warning naming their turns; a history
+    of nothing else is refused."""
     history = params.history
     if history is None:
-        return params
+        return params, []
     answered = history.with_results_after_calls(unanswered="not run: the conversation holds no result for this call")
     problem = _grown(history, answered)
     if problem is not None:
@@ -373,7 +375,23 @@ def _with_history_answered(params: ExecuteParams) -> ExecuteParams:
             f"the history cannot be continued: {problem}",
             hint="answer its calls or cut the conversation down, and run again",
         )
-    return params if answered is history else params.model_copy(update={"history": answered})
+    blank = [number for number, turn in enumerate(history.turns) for part in turn.parts if is_blank(part)]
+    if blank and not answered.turns:
+        raise ConfigurationError(
+            f"the history holds nothing but {len(blank)} empty text part(s): no provider takes one",
+            hint="give a conversation with something said in it, or leave the history out to start afresh",
+        )
+    notes = []
+    if blank:
+        where = [*dict.fromkeys(blank)]
+        turns = ", ".join(map(str, where[:_NAMED_TURNS])) + (", ..." if len(where) > _NAMED_TURNS else "")
+        why = f"{len(blank)} empty text part(s) left out (turn {turns}): the providers refuse a text with nothing in it"
+        notes.append(UnsupportedOption("history", why, False))
+    return (params if answered is history else params.model_copy(update={"history": answered})), notes
+
+
+_NAMED_TURNS = 10
+"""Most turns a warning of left-out parts names."""
 
 
 _NOT_A_MODEL = re.compile(r"[\s\x00-\x1f\x7f?&#]|\.\.")
@@ -757,14 +775,14 @@ class EventStream(AsyncIterator[UnifiedEvent]):
         params = _snapshot(params)
         check_params(params)
         _protect_store(params)
-        params = _with_history_answered(params)
+        params, notes = _with_history_answered(params)
         chosen: Backend
         if backend is None:
             chosen, params = _make_backend(params)
         else:
             chosen = backend
         self.params = params
-        self._stream = GuardedStream(lambda channel: StreamGuard(params, chosen, channel, strict=strict))
+        self._stream = GuardedStream(lambda channel: StreamGuard(params, chosen, channel, strict=strict, notes=notes))
         self._channel = self._stream.channel
         """The stream's channel, held here too: `__anext__` takes a queued event from it (one lookup less an event)."""
 
