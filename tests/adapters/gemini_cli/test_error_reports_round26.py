@@ -84,8 +84,10 @@ def test_links_other_files_and_folders_are_left_alone(folder: Path, tmp_path: Pa
     removed = _report(folder, 1, REPORT_KEPT_S + DAY, now)
     sweep_error_reports()
     assert not removed.exists()
-    assert link.is_symlink() and target.read_text() == "not the CLI's"
-    assert shell.exists() and sub.is_dir()
+    assert link.is_symlink()
+    assert target.read_text() == "not the CLI's"
+    assert shell.exists()
+    assert sub.is_dir()
 
 
 def test_a_temp_folder_that_is_a_link_is_not_swept(tmp_path: Path) -> None:
