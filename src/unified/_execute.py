@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import re
 import stat
@@ -26,6 +27,7 @@ from unified.backends import (
     RunContext,
     RunOutcome,
     UnsupportedOption,
+    built_in_backends,
     known_backends,
     load_backend_factory,
 )
@@ -695,8 +697,10 @@ arguments. The others are strings, numbers, paths and tuples of frozen models, o
 run uses as they are (`session_store`, `on_user_input`)."""
 
 _SINK_OPTIONS = frozenset({"transcript", "acp_transcript"})
-"""The `backend_options` a run writes to: the caller's own lists (`unified._binary.options.TranscriptOption`, which
-the options' parse keeps by identity too), never copied."""
+"""The `backend_options` of a built-in backend that a run writes to: the caller's own lists
+(`unified._binary.options.TranscriptOption`, which the options' parse keeps by identity too), never copied. A
+third-party backend's options of these names are its own data, copied as the rest (bad input round 26: they were
+shared, so a caller changing them after `execute()` changed that backend's run)."""
 
 
 def _snapshot(params: ExecuteParams) -> ExecuteParams:
@@ -712,10 +716,10 @@ def _snapshot(params: ExecuteParams) -> ExecuteParams:
     fields = kept.__dict__
     for name in _SNAPSHOT_FIELDS:
         fields[name] = _unshared(fields[name], limits.MAX_JSON_DEPTH)
-    fields["backend_options"] = _options_unshared(params.backend_options)
+    fields["backend_options"] = _options_unshared(params.backend_options, params.backend)
     if params.fallback:
         fields["fallback"] = tuple(
-            _with_fields(target, {"backend_options": _options_unshared(target.backend_options)})
+            _with_fields(target, {"backend_options": _options_unshared(target.backend_options, target.backend)})
             if isinstance(target, Fallback)
             else target
             for target in params.fallback
@@ -723,12 +727,12 @@ def _snapshot(params: ExecuteParams) -> ExecuteParams:
     return kept
 
 
-def _options_unshared(options: dict[str, object] | BackendOptions) -> dict[str, object] | BackendOptions:
-    """`backend_options` with their containers copied (`_unshared`) but the run's sinks (`_SINK_OPTIONS`)."""
+def _options_unshared(options: dict[str, object] | BackendOptions, backend: str) -> dict[str, object] | BackendOptions:
+    """`backend_options` of `backend` with their containers copied (`_unshared`) but a built-in backend's sinks
+    (`_SINK_OPTIONS`; `auto` picks a built-in one)."""
+    sinks = _SINK_OPTIONS if backend == "auto" or backend in built_in_backends() else frozenset()
     given = options if isinstance(options, dict) else options.__dict__
-    copied = {
-        key: value if key in _SINK_OPTIONS else _unshared(value, limits.MAX_JSON_DEPTH) for key, value in given.items()
-    }
+    copied = {key: value if key in sinks else _unshared(value, limits.MAX_JSON_DEPTH) for key, value in given.items()}
     return copied if isinstance(options, dict) else _with_fields(options, copied)
 
 
@@ -739,16 +743,44 @@ def _unshared(value: object, depth: int) -> object:
     caller's to share."""
     if depth <= 0:
         return value
-    if isinstance(value, dict):
-        return {key: _unshared(item, depth - 1) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        items = [_unshared(item, depth - 1) for item in value]
-        return items if isinstance(value, list) else tuple(items)
-    if isinstance(value, set):
-        return set(value)
+    if isinstance(value, (dict, list, tuple, set)):
+        plain: _Plain
+        if isinstance(value, dict):
+            plain = {key: _unshared(item, depth - 1) for key, item in value.items()}
+        elif isinstance(value, set):
+            plain = set(value)
+        else:
+            items = [_unshared(item, depth - 1) for item in value]
+            plain = items if isinstance(value, list) else tuple(items)
+        return plain if type(value) in (dict, list, tuple, set) else _of_its_kind(value, plain)
     if isinstance(value, BaseModel):
         return _with_fields(value, {name: _unshared(item, depth - 1) for name, item in value.__dict__.items()})
     return value
+
+
+_Plain = dict[Any, object] | list[object] | tuple[object, ...] | set[object]
+"""A container's copy of the base class (`_unshared`)."""
+
+
+def _of_its_kind(value: object, plain: _Plain) -> object:
+    """`value`, a container of a subclass (a `defaultdict`, an `OrderedDict`, a `NamedTuple`, a list or set of a class
+    of the caller's), as a copy of its own class holding what `plain` (its copied items, in a container of the base
+    class) holds: the base class alone lost it (bad input round 26: a third-party backend's `defaultdict` option
+    became a dict, its run's first missing key a KeyError; a `NamedTuple` a tuple without its fields). One whose class
+    cannot be copied so is `plain`, as before: its data is still the run's own."""
+    try:
+        if isinstance(value, tuple):  # immutable: made anew from its items
+            make = getattr(type(value), "_make", None)
+            return make(plain) if callable(make) else type(value)(plain)
+        kept = copy.copy(value)
+        if isinstance(kept, dict) and isinstance(plain, dict):
+            kept.clear()
+            kept.update(plain)
+        elif isinstance(kept, list):
+            kept[:] = plain
+        return kept
+    except Exception:  # a class whose copy or constructor wants more than its items
+        return plain
 
 
 def _with_fields(model: ModelT, fields: dict[str, object]) -> ModelT:

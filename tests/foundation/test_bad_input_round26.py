@@ -5,17 +5,21 @@ caller. Each case says what happened before.
 
 from __future__ import annotations
 
+from collections import OrderedDict, defaultdict
 from pathlib import Path
+from typing import Any, NamedTuple, SupportsIndex
 
 import pytest
 from pydantic import ValidationError
 
+from tests.foundation.test_bad_input_round24 import RAN, probe  # noqa: F401 -- the fixture
 from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line
 from tests.harness.cli_main import in_process
 from unified import ExecuteParams, execute
 from unified import _limits as limits
 from unified.conversations import Conversation, ModelTurn, TextPart, UserTurn
 from unified.errors import ConfigurationError
+from unified.types import Fallback
 
 # --- a conversation larger than a provider takes ---------------------------------------------------------------------
 
@@ -102,3 +106,84 @@ def test_numbers_of_seconds_are_taken_as_before(tmp_path: Path) -> None:
     """Pin: a number, a number in a string, and None where it is allowed."""
     params = ExecuteParams(prompt="hi", cwd=tmp_path, total_timeout_s="2.5", idle_timeout_s=None)
     assert (params.total_timeout_s, params.idle_timeout_s) == (2.5, None)
+
+
+# --- a third-party backend's options after `execute()` returned -----------------------------------------------------
+
+
+class _Pair(NamedTuple):
+    host: str
+    ports: list[int]
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("probe")
+async def test_a_third_party_backends_options_changed_after_execute_change_nothing(tmp_path: Path) -> None:
+    """FAILED before: a third-party backend's option named as a built-in's sink (`transcript`, `acp_transcript`) was
+    left the caller's, so a caller changing it after `execute()` changed the run; a `defaultdict` option reached the
+    backend as a plain dict (its first missing key a KeyError) and a `NamedTuple` as a tuple without its fields."""
+    table: defaultdict[str, list[str]] = defaultdict(list, {"a": ["1"]})
+    options: dict[str, object] = {
+        "transcript": [{"keep": "this"}],
+        "acp_transcript": {"mode": "full"},
+        "table": table,
+        "pair": _Pair("h", [1]),
+        "order": OrderedDict(b=[2]),
+    }
+    params = ExecuteParams(prompt="hi", backend="probe", cwd=tmp_path, backend_options=options)
+    stream = execute(params)
+    given = params.backend_options
+    assert isinstance(given, dict)
+    given["transcript"].append({"added": "later"})  # type: ignore[attr-defined]
+    given["acp_transcript"]["mode"] = "none"  # type: ignore[index]
+    table["a"].append("2")
+    given["pair"].ports.append(2)  # type: ignore[attr-defined]
+    given["order"]["b"].append(3)  # type: ignore[index]
+    async with stream:
+        [event async for event in stream]
+    [ran] = RAN
+    seen = ran.backend_options
+    assert isinstance(seen, dict)
+    assert seen["transcript"] == [{"keep": "this"}]
+    assert seen["acp_transcript"] == {"mode": "full"}
+    assert isinstance(seen["table"], defaultdict)
+    assert seen["table"]["missing"] == []
+    assert seen["table"]["a"] == ["1"]
+    assert isinstance(seen["pair"], _Pair)
+    assert seen["pair"].ports == [1]
+    assert type(seen["order"]) is OrderedDict
+    assert seen["order"] == {"b": [2]}
+
+
+def test_a_built_in_backends_sinks_are_still_the_callers(tmp_path: Path) -> None:
+    """The transcript list of a built-in backend (and of `auto`, which picks one) is the caller's own, by design: the
+    run appends to it (pin). A fallback's options are judged by the fallback's backend (FAILED before: a third-party
+    fallback's `transcript` was shared)."""
+    from unified._execute import _snapshot
+
+    for backend in ("claude-code", "auto"):
+        transcript: list[dict[str, object]] = []
+        params = ExecuteParams(prompt="hi", backend=backend, cwd=tmp_path, backend_options={"transcript": transcript})
+        assert _snapshot(params).backend_options["transcript"] is transcript  # type: ignore[index]
+    mine: list[dict[str, object]] = []
+    third = Fallback(backend="probe", backend_options={"transcript": mine})
+    params = ExecuteParams(prompt="hi", backend="codex", cwd=tmp_path, fallback=(third,))
+    [kept] = _snapshot(params).fallback
+    assert isinstance(kept, Fallback)
+    assert kept.backend_options["transcript"] is not mine  # type: ignore[index]
+
+
+def test_a_container_of_a_class_that_cannot_be_copied_is_copied_as_its_base_class(tmp_path: Path) -> None:
+    """Pin: a list of the caller's own class whose copy fails is copied as a list, as before (its data is the run's
+    own), never a failed `execute()`."""
+    from unified._execute import _snapshot
+
+    class Stubborn(list[int]):
+        def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
+            raise TypeError("not copied")
+
+    value = Stubborn([1])
+    params = ExecuteParams(prompt="hi", backend="probe", cwd=tmp_path, backend_options={"v": value})
+    kept = _snapshot(params).backend_options["v"]  # type: ignore[index]
+    assert kept == [1]
+    assert kept is not value
