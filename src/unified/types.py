@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from unified._files import current_directory, read_regular
+from unified._files import current_directory, expand_user, read_regular
 from unified._redaction import REDACTED, redact_mapping
 from unified._sessions.records import SessionStore
 from unified._text import nearest
@@ -297,11 +297,9 @@ def _home_expanded(path: Path) -> Path:
     the API backends' tools, and filed the session, under a directory named `~` in the process's own directory; an
     unknown user's `~nobody/x` raised a bare RuntimeError out of the run (bad input round 23)."""
     try:
-        return path.expanduser()
-    except RuntimeError:  # pathlib's "Could not determine home directory"
-        raise ValueError(
-            f"{path}: the home directory of {path.parts[0]!r} is not known here; name the directory without `~`"
-        ) from None
+        return expand_user(path)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 _Directory = Annotated[Path, BeforeValidator(_named_directory), AfterValidator(_home_expanded)]
