@@ -175,7 +175,7 @@ def _given_root(root: object) -> Path:
             hint="pass the store's directory, or None for the default ($UNIFIED_DATA_DIR/sessions)",
         )
     try:
-        path = expand_user(root)
+        path = expand_user(os.fspath(root))
     except ValueError as exc:  # `~nobody/x`: "unexpected RuntimeError ... (a bug in unified)" (bad input round 26)
         raise ConfigurationError(
             f"the session store's directory {os.fspath(root)!r} cannot be found: {exc}",
