@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_line
 from tests.harness.cli_main import in_process
 from unified.errors import ConfigurationError
 from unified.sessions import FileSessionStore
@@ -54,3 +55,35 @@ def test_a_cwd_under_an_unknown_users_home_still_says_so(tmp_path: Path) -> None
 
     with pytest.raises(ValidationError, match="the home directory of '~no-such-user-bad26' is not known here"):
         ExecuteParams(prompt="hi", cwd=NOBODY)
+
+
+# --- 2. a fake server's script that sleeps for good; 3. token counts no API sends -----------------------------------
+
+
+@pytest.mark.parametrize("value", [".inf", ".nan"])
+def test_serve_of_a_script_whose_stream_sleeps_for_good_is_refused(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """FAILED before: `chunk_delay: .inf` was taken, and every run against the server hung before its first chunk
+    (until its own idle timeout, 180 s by default); `.nan` said "greater than or equal to 0"."""
+    script = tmp_path / "script.yaml"
+    script.write_text(f"turns:\n  - kind: model\n    text: hi\n    chunk_delay: {value}\n")
+    done = in_process(capsys, "serve", str(script))
+    _assert_one_error_line(done, EXIT_BAD_INPUT, str(script), "chunk_delay", "finite number")
+
+
+def test_a_fake_server_of_a_delay_without_end_is_refused_at_once() -> None:
+    """FAILED before: `FakeGemini(chunk_delay=math.inf)` served, and every stream slept for good."""
+    from unified.testing import FakeGemini
+
+    with pytest.raises(ValueError, match="chunk_delay inf is no number of seconds"):
+        FakeGemini([], chunk_delay=float("inf"))
+
+
+def test_a_negative_token_count_in_a_script_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """FAILED before: served as written (no API sends one), and the run under test counted its usage as estimated
+    without a word of the script's mistake."""
+    script = tmp_path / "script.yaml"
+    script.write_text("turns:\n  - kind: model\n    text: hi\n    usage: {input_tokens: -5}\n")
+    done = in_process(capsys, "serve", str(script))
+    _assert_one_error_line(done, EXIT_BAD_INPUT, str(script), "input_tokens", "greater than or equal to 0")
