@@ -87,3 +87,38 @@ def test_a_negative_token_count_in_a_script_is_refused(tmp_path: Path, capsys: p
     script.write_text("turns:\n  - kind: model\n    text: hi\n    usage: {input_tokens: -5}\n")
     done = in_process(capsys, "serve", str(script))
     _assert_one_error_line(done, EXIT_BAD_INPUT, str(script), "input_tokens", "greater than or equal to 0")
+
+
+# --- 4. unified's private cache folder replaced by a link ------------------------------------------------------------
+
+
+def test_a_private_cache_folder_that_is_a_link_is_refused_and_its_target_left_alone(tmp_path: Path) -> None:
+    """FAILED before: the link was followed: its target (here a shared folder, 0755) was made 0700, and the Gemini
+    CLI's TMPDIR pointed through it, so its error reports (whole requests) went where the link points."""
+    import stat
+
+    from unified._binary.environment import cache_folder, private_cache_folder
+    from unified.errors import BackendUnavailable
+
+    target = tmp_path / "shared"
+    target.mkdir()
+    target.chmod(0o755)
+    place = cache_folder("gemini-cli-tmp")
+    place.parent.mkdir(parents=True, exist_ok=True)
+    place.symlink_to(target)
+    with pytest.raises(BackendUnavailable) as caught:
+        private_cache_folder("gemini-cli-tmp")
+    assert f"{place} is a symbolic link (to {target})" in caught.value.message
+    assert f"rm {place}" in str(caught.value)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755
+
+
+def test_a_private_cache_folder_is_made_and_kept_0700() -> None:
+    """Pin: made if missing, and put back to 0700 when it was opened up."""
+    import stat
+
+    from unified._binary.environment import private_cache_folder
+
+    made = private_cache_folder("gemini-cli-tmp")
+    made.chmod(0o755)
+    assert stat.S_IMODE(private_cache_folder("gemini-cli-tmp").stat().st_mode) == 0o700
