@@ -122,3 +122,26 @@ def test_a_private_cache_folder_is_made_and_kept_0700() -> None:
     made = private_cache_folder("gemini-cli-tmp")
     made.chmod(0o755)
     assert stat.S_IMODE(private_cache_folder("gemini-cli-tmp").stat().st_mode) == 0o700
+
+
+# --- 5. an empty file name where a file goes -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "name"),
+    [
+        (("replay", ""), "cassette"),
+        (("record", "", "hi"), "cassette"),
+        (("serve", ""), "script"),
+        (("run", "hi", "--backend", "scripted", "--history", ""), "--history"),
+    ],
+    ids=["replay", "record", "serve", "history"],
+)
+def test_an_empty_file_name_is_said_to_be_empty(
+    args: tuple[str, ...], name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """FAILED before: the empty name was the current directory, `.`: "error: .: not a cassette (expected a .yaml ...)",
+    ".: a generate-content cassette is a .yaml or .yml file", ".: is a directory", "cannot read --history .", each
+    naming a file the user never gave (`$CASSETTE` unset in a script)."""
+    done = in_process(capsys, *args)
+    _assert_one_error_line(done, EXIT_BAD_INPUT, f"Invalid value for '{name}'", "the file's name is empty")

@@ -276,6 +276,9 @@ def _named_path(refusal: str) -> Callable[[str], Path]:
 
 
 _directory = _named_path("the directory's name is empty: name a directory, or leave --cwd out for this one")
+_file = _named_path(  # `unified replay ""` said ".: not a cassette", `record ""` wrote about "." (bad input round 26)
+    "the file's name is empty (it would be the current directory): name the file"
+)
 _install_folder = _named_path(  # `--prefix ''` installed the binary into the current directory (round 24)
     "the folder's name is empty (it would install into the current directory): name a folder, or leave --prefix out "
     "to install where unified looks"
@@ -550,6 +553,7 @@ def run(
         Path | None,
         typer.Option(
             metavar="FILE",
+            parser=_file,
             help="Continue a conversation (JSON, as `unified sessions export REF` prints it; - reads stdin) "
             "as a new session of the backend.",
         ),
@@ -846,7 +850,7 @@ async def _interrupt_demo(control: Any, scope: CancelScope) -> None:
 def serve(
     script: Annotated[
         Path | None,
-        typer.Argument(help="What the fake plays: a script or a recording (default: the demo's task)."),
+        typer.Argument(parser=_file, help="What the fake plays: a script or a recording (default: the demo's task)."),
     ] = None,
     fake: Annotated[
         str, typer.Option(callback=_choice(tuple(FAKE_SERVERS)), help=f"Which fake: {', '.join(FAKE_SERVERS)}.")
@@ -904,7 +908,9 @@ async def _serve_until_interrupted(entry: FakeServer, served: ServedFake, export
 def replay(
     cassette: Annotated[
         Path,
-        typer.Argument(help="A recorded cassette: a .yaml file or a gemini-cli, claude-code or codex .jsonl file."),
+        typer.Argument(
+            parser=_file, help="A recorded cassette: a .yaml file or a gemini-cli, claude-code or codex .jsonl file."
+        ),
     ],
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
     native: Annotated[bool, typer.Option(help="Keep each raw backend event in `native`.")] = False,
@@ -975,7 +981,10 @@ def replay(
 @app.command()
 def record(
     cassette: Annotated[
-        Path, typer.Argument(help="The file to write: .yaml (API backends) or .jsonl (gemini-cli, claude-code, codex).")
+        Path,
+        typer.Argument(
+            parser=_file, help="The file to write: .yaml (API backends) or .jsonl (gemini-cli, claude-code, codex)."
+        ),
     ],
     prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
     backend: Annotated[
