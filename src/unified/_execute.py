@@ -454,9 +454,9 @@ def check_params(params: ExecuteParams) -> None:
     Raises `ConfigurationError` for a `cwd` or an `include_directories` entry that is missing, not a
     directory or named in bytes that are not UTF-8, for a blank prompt (a prompt of images only is
     allowed), for a prompt or system instruction that is not text (a lone surrogate, which no API's UTF-8
-    can carry), for a model name no API takes, for a blank `resume` (it would start a new session
-    unasked), for an empty image or one whose bytes are another type than its `mime_type`, for a `fallback` that
-    is the backend itself or is named twice, and for `retry` or `history` used the wrong way.
+    can carry), for a blank system instruction, for a model name no API takes, for a blank `resume` (it would start
+    a new session unasked), for an empty image or one whose bytes are another type than its `mime_type`, for a
+    `fallback` that is the backend itself or is named twice, and for `retry` or `history` used the wrong way.
     """
     _check_directory("cwd", params.cwd)
     for directory in params.include_directories:
@@ -464,6 +464,12 @@ def check_params(params: ExecuteParams) -> None:
     _check_text("prompt", params.prompt)
     if params.system_instruction is not None:
         _check_text("system instruction", params.system_instruction)
+        if not params.system_instruction.strip():  # sent as an empty text part, which the Gemini API refuses, and
+            # on claude-code it replaced the CLI's whole system prompt with nothing (bad input round 26)
+            raise ConfigurationError(
+                "the system instruction is empty",
+                hint="say how the agent should behave, or pass None (leave it out) for the backend's own",
+            )
     if params.model is not None and (not params.model.strip() or _NOT_A_MODEL.search(params.model)):
         raise ConfigurationError(
             f"model {params.model!r} is not a model name (it is blank, or holds whitespace, '..', '?', '&' or '#', "

@@ -145,3 +145,19 @@ def test_an_empty_file_name_is_said_to_be_empty(
     naming a file the user never gave (`$CASSETTE` unset in a script)."""
     done = in_process(capsys, *args)
     _assert_one_error_line(done, EXIT_BAD_INPUT, f"Invalid value for '{name}'", "the file's name is empty")
+
+
+# --- 6. a blank system instruction ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "  \n"])
+@pytest.mark.parametrize("backend", ["generate-content", "claude-code"])
+def test_a_blank_system_instruction_is_refused(text: str, backend: str, tmp_path: Path) -> None:
+    """FAILED before: generate-content sent `"systemInstruction": {"parts": [{"text": ""}]}` (an empty text part,
+    which the Gemini API refuses), and claude-code replaced the CLI's whole system prompt with it."""
+    from unified import ExecuteParams, execute
+
+    with pytest.raises(ConfigurationError) as caught:
+        execute(ExecuteParams(prompt="hi", backend=backend, cwd=tmp_path, system_instruction=text))
+    assert caught.value.message == "the system instruction is empty"
+    assert "pass None (leave it out) for the backend's own" in str(caught.value)
