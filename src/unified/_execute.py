@@ -454,9 +454,10 @@ def check_params(params: ExecuteParams) -> None:
     Raises `ConfigurationError` for a `cwd` or an `include_directories` entry that is missing, not a
     directory or named in bytes that are not UTF-8, for a blank prompt (a prompt of images only is
     allowed), for a prompt or system instruction that is not text (a lone surrogate, which no API's UTF-8
-    can carry), for a blank system instruction, for a model name no API takes, for a blank `resume` (it would start
-    a new session unasked), for an empty image or one whose bytes are another type than its `mime_type`, for a
-    `fallback` that is the backend itself or is named twice, and for `retry` or `history` used the wrong way.
+    can carry), for a blank system instruction, for two MCP servers of one name, for a model name no API
+    takes, for a blank `resume` (it would start a new session unasked), for an empty image or one whose bytes
+    are another type than its `mime_type`, for a `fallback` that is the backend itself or is named twice, and
+    for `retry` or `history` used the wrong way.
     """
     _check_directory("cwd", params.cwd)
     for directory in params.include_directories:
@@ -483,6 +484,14 @@ def check_params(params: ExecuteParams) -> None:
         )
     for number, image in enumerate(params.images, 1):
         _check_image(number, image)
+    names = [server.name for server in params.mcp_servers]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:  # one server's tools hid the other's (a dict keyed by name: Codex's config, Claude Code's --mcp-config)
+        raise ConfigurationError(
+            f"MCP server name {twice[0]!r} is given to {names.count(twice[0])} servers: a server's tools are offered "
+            f"as mcp__<name>__<tool>, so one would hide the other's",
+            hint="give each MCP server its own name",
+        )
     if params.history is not None and params.resume is not None:
         raise ConfigurationError(
             "a run continues either a stored session (resume) or a conversation (history), not both",

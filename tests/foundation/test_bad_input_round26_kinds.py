@@ -161,3 +161,23 @@ def test_a_blank_system_instruction_is_refused(text: str, backend: str, tmp_path
         execute(ExecuteParams(prompt="hi", backend=backend, cwd=tmp_path, system_instruction=text))
     assert caught.value.message == "the system instruction is empty"
     assert "pass None (leave it out) for the backend's own" in str(caught.value)
+
+
+# --- 7. two MCP servers of one name ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["generate-content", "codex", "claude-code"])
+def test_two_mcp_servers_of_one_name_are_refused(backend: str, tmp_path: Path) -> None:
+    """FAILED before: taken; a server's tools are offered as mcp__<name>__<tool>, and the backends key their servers
+    by name (Codex's config table, Claude Code's --mcp-config), so one server silently hid the other."""
+    from unified import ExecuteParams, execute
+    from unified.types import HttpMcpServer, StdioMcpServer
+
+    servers = (
+        StdioMcpServer(name="docs", command="docs-server"),
+        HttpMcpServer(name="docs", url="http://127.0.0.1:9/mcp"),
+    )
+    with pytest.raises(ConfigurationError) as caught:
+        execute(ExecuteParams(prompt="hi", backend=backend, cwd=tmp_path, mcp_servers=servers))
+    assert "MCP server name 'docs' is given to 2 servers" in caught.value.message
+    assert "give each MCP server its own name" in str(caught.value)
