@@ -181,3 +181,46 @@ def test_two_mcp_servers_of_one_name_are_refused(backend: str, tmp_path: Path) -
         execute(ExecuteParams(prompt="hi", backend=backend, cwd=tmp_path, mcp_servers=servers))
     assert "MCP server name 'docs' is given to 2 servers" in caught.value.message
     assert "give each MCP server its own name" in str(caught.value)
+
+
+# --- 8. a session store URL of another form than scheme:// ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("file:", "the session store URL 'file:' names no absolute directory"),
+        ("file:relative/x", "the session store URL 'file:relative/x' names no absolute directory"),
+        ("/srv/store", "the session store URL '/srv/store' is a path, not a URL"),
+        ("~/store", "the session store URL '~/store' is a path, not a URL"),
+    ],
+)
+def test_a_store_url_not_of_scheme_slash_slash_says_what_it_is(url: str, said: str) -> None:
+    """FAILED before: each was "an unknown kind of store (file:)", "(file:relative/x)", "(/srv/store)": the scheme
+    was read up to "://", so a file URL without it (or a path) was named a kind of store."""
+    from unified._sessions.config import store_from_url
+
+    with pytest.raises(ConfigurationError) as caught:
+        store_from_url(url)
+    assert caught.value.message.startswith(said)
+    assert "file:///absolute/directory" in str(caught.value)
+
+
+def test_a_file_url_without_an_authority_names_its_directory(tmp_path: Path) -> None:
+    """FAILED before: `file:/srv/store`, RFC 8089's form without `//` (as `Path.as_uri` never writes but other tools
+    do), was "an unknown kind of store"."""
+    from unified._sessions.config import store_from_url
+
+    store = store_from_url(f"file:{tmp_path}/store")
+    assert isinstance(store, FileSessionStore)
+    assert store.root == tmp_path / "store"
+
+
+def test_other_schemes_are_still_unknown_by_their_scheme_alone() -> None:
+    """Pin: an unknown scheme is named without the rest of the URL (which may hold a password)."""
+    from unified._sessions.config import store_from_url
+
+    with pytest.raises(ConfigurationError) as caught:
+        store_from_url("sqlite://user:secret@host/x")
+    assert caught.value.message == "the session store URL names an unknown kind of store (sqlite)"
+    assert "secret" not in str(caught.value)
