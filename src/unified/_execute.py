@@ -484,6 +484,7 @@ def check_params(params: ExecuteParams) -> None:
         )
     for number, image in enumerate(params.images, 1):
         _check_image(number, image)
+    _check_images_size(params.images)
     names = [server.name for server in params.mcp_servers]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:  # one server's tools hid the other's (a dict keyed by name: Codex's config, Claude Code's --mcp-config)
@@ -581,6 +582,22 @@ def _check_image(number: int, image: ImageInput) -> None:
         raise ConfigurationError(
             f"image {number} says it is {image.mime_type} but its bytes are {found}",
             hint="give the type of its bytes, or build it with ImageInput.from_path, which reads it from them",
+        )
+
+
+def _check_images_size(images: Sequence[ImageInput]) -> None:
+    """The prompt's images fit in one request: each is sent as base64 (4 bytes for 3) in the request, which the
+    providers refuse over `MAX_CONVERSATION_BYTES` (bad input round 26: 40 MB of images were sent, to fail at the
+    provider after the session was begun)."""
+    sent = sum(4 * -(-len(image.data) // 3) for image in images)
+    bound = limits.MAX_CONVERSATION_BYTES
+    if sent > bound:
+        raw = sum(len(image.data) for image in images)
+        raise ConfigurationError(
+            f"the prompt's {len(images)} image(s) are {raw:,} bytes, {sent:,} as base64 in the request "
+            f"({sent / 2**20:.1f} MiB), more than a run sends ({bound:,}, {bound / 2**20:g} MiB: about the largest "
+            "request the providers accept)",
+            hint="send fewer or smaller images (scale them down, or save them as JPEG or WebP)",
         )
 
 

@@ -224,3 +224,31 @@ def test_other_schemes_are_still_unknown_by_their_scheme_alone() -> None:
         store_from_url("sqlite://user:secret@host/x")
     assert caught.value.message == "the session store URL names an unknown kind of store (sqlite)"
     assert "secret" not in str(caught.value)
+
+
+# --- 9. prompt images larger than a request takes --------------------------------------------------------------------
+
+_PNG_HEAD = bytes.fromhex("89504e470d0a1a0a0000000d49484452")
+
+
+def test_prompt_images_larger_than_a_request_are_refused_naming_the_size(tmp_path: Path) -> None:
+    """FAILED before: 26 MiB of images (34.7 MiB as base64) were taken, to be sent and refused by the provider (the
+    Anthropic API refuses a request over 32 MB) after the session was begun."""
+    from unified import ExecuteParams, execute
+    from unified.types import ImageInput
+
+    image = ImageInput(mime_type="image/png", data=_PNG_HEAD + bytes(13 * 1024 * 1024))
+    with pytest.raises(ConfigurationError) as caught:
+        execute(ExecuteParams(prompt="look", backend="generate-content", cwd=tmp_path, images=[image, image]))
+    assert "the prompt's 2 image(s) are 27,263,008 bytes, 36,350,680 as base64" in caught.value.message
+    assert "more than a run sends (33,554,432, 32 MiB" in caught.value.message
+    assert "fewer or smaller images" in str(caught.value)
+
+
+def test_prompt_images_under_the_bound_are_taken(tmp_path: Path) -> None:
+    """Pin: 20 MiB of images (26.7 MiB as base64) are taken."""
+    from unified import ExecuteParams, execute
+    from unified.types import ImageInput
+
+    image = ImageInput(mime_type="image/png", data=_PNG_HEAD + bytes(10 * 1024 * 1024))
+    execute(ExecuteParams(prompt="look", backend="generate-content", cwd=tmp_path, images=[image, image]))
