@@ -440,11 +440,21 @@ def _lone_surrogate_at(text: str) -> int | None:
 
 
 def _check_text(what: str, text: str) -> None:
+    """A prompt or system instruction every provider can be sent: text (no lone surrogate), and no larger than a
+    request (`MAX_CONVERSATION_BYTES`, as `unified run -` reads a prompt: the library took a 40 MB prompt, bad input
+    round 26, sent to fail at the provider). Its UTF-8 is measured only when it may be over (4 bytes a character)."""
     at = _lone_surrogate_at(text)
     if at is not None:
         raise ConfigurationError(
             f"the {what} is not text: it holds a lone surrogate (U+{ord(text[at]):04X}) at character {at:,}",
             hint="decode the input with errors='replace' (or fix its encoding) and run again",
+        )
+    bound = limits.MAX_CONVERSATION_BYTES
+    if len(text) > bound // 4 and (size := len(text.encode("utf-8"))) > bound:
+        raise ConfigurationError(
+            f"the {what} is {size:,} bytes ({size / 2**20:.1f} MiB), more than a run sends ({bound:,}, "
+            f"{bound / 2**20:g} MiB: about the largest request the providers accept)",
+            hint="put long material in a file of the workspace and name it in the prompt",
         )
 
 

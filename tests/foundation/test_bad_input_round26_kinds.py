@@ -252,3 +252,28 @@ def test_prompt_images_under_the_bound_are_taken(tmp_path: Path) -> None:
 
     image = ImageInput(mime_type="image/png", data=_PNG_HEAD + bytes(10 * 1024 * 1024))
     execute(ExecuteParams(prompt="look", backend="generate-content", cwd=tmp_path, images=[image, image]))
+
+
+# --- 10. a prompt or system instruction larger than a request takes -------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["prompt", "system_instruction"])
+def test_a_prompt_larger_than_a_request_is_refused_naming_the_size(field: str, tmp_path: Path) -> None:
+    """FAILED before: the library took a 33 MiB prompt (or system instruction), which `unified run -` refuses, and
+    sent it to fail at the provider. Counted in UTF-8: 9 Mi characters of 4 bytes are over too."""
+    from unified import ExecuteParams, execute
+
+    text = "\U0001f600" * (9 * 1024 * 1024)  # 36 MiB of UTF-8
+    fields = {"prompt": "hi", field: text}
+    with pytest.raises(ConfigurationError) as caught:
+        execute(ExecuteParams(backend="generate-content", cwd=tmp_path, **fields))
+    said = "prompt" if field == "prompt" else "system instruction"
+    assert caught.value.message.startswith(f"the {said} is 37,748,736 bytes (36.0 MiB), more than a run sends")
+    assert "name it in the prompt" in str(caught.value)
+
+
+def test_a_long_prompt_under_the_bound_is_taken(tmp_path: Path) -> None:
+    """Pin: 30 MiB of ASCII is taken."""
+    from unified import ExecuteParams, execute
+
+    execute(ExecuteParams(prompt="x" * (30 * 1024 * 1024), backend="generate-content", cwd=tmp_path))
