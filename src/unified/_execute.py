@@ -458,6 +458,16 @@ def _check_text(what: str, text: str) -> None:
         )
 
 
+def _check_model(what: str, model: str | None) -> None:
+    """A model name no API takes (blank, or changing the request's URL) is refused where it is given."""
+    if model is not None and (not model.strip() or _NOT_A_MODEL.search(model)):
+        raise ConfigurationError(
+            f"{what} {clip(model, 200)!r} is not a model name (it is blank, or holds whitespace, '..', '?', '&' or "
+            "'#', which would change the request's URL)",
+            hint="pass a model id such as gemini-2.5-flash or claude-sonnet-4-5, or no model (the backend's default)",
+        )
+
+
 def check_params(params: ExecuteParams) -> None:
     """Reject what no backend can run, the same way on every backend, before anything starts.
 
@@ -481,12 +491,10 @@ def check_params(params: ExecuteParams) -> None:
                 "the system instruction is empty",
                 hint="say how the agent should behave, or pass None (leave it out) for the backend's own",
             )
-    if params.model is not None and (not params.model.strip() or _NOT_A_MODEL.search(params.model)):
-        raise ConfigurationError(
-            f"model {params.model!r} is not a model name (it is blank, or holds whitespace, '..', '?', '&' or '#', "
-            "which would change the request's URL)",
-            hint="pass a model id such as gemini-2.5-flash or claude-sonnet-4-5, or no model (the backend's default)",
-        )
+    _check_model("model", params.model)
+    for target in params.fallback:  # checked only when the run failed over to it (bad input round 26)
+        if isinstance(target, Fallback):
+            _check_model(f"the {target.backend} fallback's model", target.model)
     if params.resume is not None and not params.resume.strip():
         raise ConfigurationError(
             "the session reference (resume) is empty",

@@ -10,6 +10,7 @@ from tests.foundation.test_cli_errors import EXIT_BAD_INPUT, _assert_one_error_l
 from tests.harness.cli_main import in_process
 from unified.errors import ConfigurationError
 from unified.sessions import FileSessionStore
+from unified.types import Fallback
 
 NOBODY = "~no-such-user-bad26/data"
 """A folder under the home of a user no machine has."""
@@ -277,3 +278,23 @@ def test_a_long_prompt_under_the_bound_is_taken(tmp_path: Path) -> None:
     from unified import ExecuteParams, execute
 
     execute(ExecuteParams(prompt="x" * (30 * 1024 * 1024), backend="generate-content", cwd=tmp_path))
+
+
+# --- 11. a fallback's model that is no model name -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["", "gemini 2.5", "gemini-2.5-flash?alt=sse", "../../etc/passwd"])
+def test_a_fallbacks_model_that_is_no_model_name_is_refused_at_the_call(model: str, tmp_path: Path) -> None:
+    """FAILED before: taken at the call (the run's own model is refused so, round 9), and met only after the first
+    backend gave out, when the failover began on it."""
+    from unified import ExecuteParams, execute
+
+    params = ExecuteParams(
+        prompt="hi",
+        backend="generate-content",
+        cwd=tmp_path,
+        fallback=(Fallback(backend="interactions", model=model),),
+    )
+    with pytest.raises(ConfigurationError) as caught:
+        execute(params)
+    assert caught.value.message.startswith(f"the interactions fallback's model {model!r} is not a model name")
