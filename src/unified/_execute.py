@@ -541,6 +541,12 @@ def _check_fallback_repeats(params: ExecuteParams) -> None:
     (bad input round 22), and the run went on to fail twice, the second time after a `failover` that changed nothing.
     A `Fallback` of the same backend with another model is a fallback (the next model), and is kept. With `auto` the
     backend is known only once routing chose it: `_without_the_chosen` leaves such a fallback out then."""
+    if params.fallback and not params.failover_on:  # no error moves the run on: the fallbacks never ran, unsaid
+        raise ConfigurationError(
+            "fallback names backends to go on on, but failover_on is empty: no error would move the run to them",
+            hint="leave failover_on out for the usual errors (a rate limit, a spent quota, refused credentials, an "
+            "unavailable backend), name the error codes, or leave fallback out",
+        )
     seen: set[tuple[object, ...]] = set()
     for target in params.fallback:
         name = target.backend if isinstance(target, Fallback) else target

@@ -298,3 +298,27 @@ def test_a_fallbacks_model_that_is_no_model_name_is_refused_at_the_call(model: s
     with pytest.raises(ConfigurationError) as caught:
         execute(params)
     assert caught.value.message.startswith(f"the interactions fallback's model {model!r} is not a model name")
+
+
+# --- 12. fallbacks no error can move the run to --------------------------------------------------------------------
+
+
+def test_fallbacks_with_an_empty_failover_on_are_refused(tmp_path: Path) -> None:
+    """FAILED before: taken; no error is in an empty `failover_on`, so the fallbacks never ran and nothing said why
+    (the run ended with the first backend's error)."""
+    from unified import ExecuteParams, execute
+
+    params = ExecuteParams(
+        prompt="hi", backend="generate-content", cwd=tmp_path, fallback=("interactions",), failover_on=()
+    )
+    with pytest.raises(ConfigurationError) as caught:
+        execute(params)
+    assert "failover_on is empty: no error would move the run to them" in caught.value.message
+    assert "leave failover_on out" in str(caught.value)
+
+
+def test_an_empty_failover_on_without_fallbacks_is_taken(tmp_path: Path) -> None:
+    """Pin: nothing to move on to, nothing contradicted."""
+    from unified import ExecuteParams, execute
+
+    execute(ExecuteParams(prompt="hi", backend="generate-content", cwd=tmp_path, failover_on=()))
