@@ -474,10 +474,10 @@ def check_params(params: ExecuteParams) -> None:
     Raises `ConfigurationError` for a `cwd` or an `include_directories` entry that is missing, not a
     directory or named in bytes that are not UTF-8, for a blank prompt (a prompt of images only is
     allowed), for a prompt or system instruction that is not text (a lone surrogate, which no API's UTF-8
-    can carry), for a blank system instruction, for two MCP servers of one name, for a model name no API
-    takes, for a blank `resume` (it would start a new session unasked), for an empty image or one whose bytes
-    are another type than its `mime_type`, for a `fallback` that is the backend itself or is named twice, and
-    for `retry` or `history` used the wrong way.
+    can carry), for a blank system instruction or excluded tool, for two MCP servers of one name, for a model
+    name no API takes, for a blank `resume` (it would start a new session unasked), for an empty image or one
+    whose bytes are another type than its `mime_type`, for a `fallback` that is the backend itself or is named
+    twice, and for `retry` or `history` used the wrong way.
     """
     _check_directory("cwd", params.cwd)
     for directory in params.include_directories:
@@ -503,6 +503,12 @@ def check_params(params: ExecuteParams) -> None:
     for number, image in enumerate(params.images, 1):
         _check_image(number, image)
     _check_images_size(params.images)
+    if any(not name.strip() for name in params.excluded_tools):  # `"".split(",")` of an unset variable: nothing was
+        # excluded, and nothing said so (bad input round 26)
+        raise ConfigurationError(
+            "an excluded_tools entry is blank: it names no tool, so nothing would be excluded by it",
+            hint="name each tool to exclude (read_file, run_shell_command, ...), or leave excluded_tools out",
+        )
     names = [server.name for server in params.mcp_servers]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:  # one server's tools hid the other's (a dict keyed by name: Codex's config, Claude Code's --mcp-config)

@@ -322,3 +322,17 @@ def test_an_empty_failover_on_without_fallbacks_is_taken(tmp_path: Path) -> None
     from unified import ExecuteParams, execute
 
     execute(ExecuteParams(prompt="hi", backend="generate-content", cwd=tmp_path, failover_on=()))
+
+
+# --- 13. a blank excluded tool --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("names", [("",), ("read_file", "  ")])
+def test_a_blank_excluded_tool_is_refused(names: tuple[str, ...], tmp_path: Path) -> None:
+    """FAILED before: taken (`os.environ.get("NO_TOOLS", "").split(",")` gives `[""]`): it names no tool, so the run
+    excluded nothing by it and said nothing."""
+    from unified import ExecuteParams, execute
+
+    with pytest.raises(ConfigurationError) as caught:
+        execute(ExecuteParams(prompt="hi", backend="generate-content", cwd=tmp_path, excluded_tools=names))
+    assert caught.value.message.startswith("an excluded_tools entry is blank: it names no tool")
