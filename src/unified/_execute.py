@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import re
 import stat
@@ -26,10 +27,11 @@ from unified.backends import (
     RunContext,
     RunOutcome,
     UnsupportedOption,
+    built_in_backends,
     known_backends,
     load_backend_factory,
 )
-from unified.conversations import CONTINUE_PROMPT, Conversation, TextPart, UserTurn, provider_of_backend
+from unified.conversations import CONTINUE_PROMPT, Conversation, TextPart, UserTurn, is_blank, provider_of_backend
 from unified.errors import ConfigurationError, RoutingError, SessionNotFound, UnifiedError
 from unified.events import Failover, JsonValue, UnifiedEvent, Usage, UserInputRequest, UserInputResponse
 from unified.sessions import short_id_of
@@ -354,18 +356,20 @@ def _grown(before: Conversation, after: Conversation) -> str | None:
     if size <= limits.MAX_CONVERSATION_BYTES:
         return None
     return (
-        f"with an error result for each call no result answers, the conversation is {size} bytes of JSON, "
-        f"more than a run takes ({limits.MAX_CONVERSATION_BYTES})"
+        "with an error result for each call no result answers, the conversation is "
+        f"{limits.conversation_too_large(size)}"
     )
 
 
-def _with_history_answered(params: ExecuteParams) -> ExecuteParams:
+def _with_history_answered(params: ExecuteParams) -> tuple[ExecuteParams, list[UnsupportedOption]]:
     """`params` with its history in the order every provider takes (`Conversation.with_results_after_calls`)
     and every call that no result answers given an error result: a history cut between a call and its result
-    (or edited) is otherwise refused by every provider's API."""
+    (or edited) is otherwise refused by every provider's API. Its text parts with no text are left out there (the
+    APIs refuse them: bad input round 26, they were sent as they were), with a warning naming their turns; a history
+    of nothing else is refused."""
     history = params.history
     if history is None:
-        return params
+        return params, []
     answered = history.with_results_after_calls(unanswered="not run: the conversation holds no result for this call")
     problem = _grown(history, answered)
     if problem is not None:
@@ -373,7 +377,23 @@ def _with_history_answered(params: ExecuteParams) -> ExecuteParams:
             f"the history cannot be continued: {problem}",
             hint="answer its calls or cut the conversation down, and run again",
         )
-    return params if answered is history else params.model_copy(update={"history": answered})
+    blank = [number for number, turn in enumerate(history.turns) for part in turn.parts if is_blank(part)]
+    if blank and not answered.turns:
+        raise ConfigurationError(
+            f"the history holds nothing but {len(blank)} empty text part(s): no provider takes one",
+            hint="give a conversation with something said in it, or leave the history out to start afresh",
+        )
+    notes = []
+    if blank:
+        where = [*dict.fromkeys(blank)]
+        turns = ", ".join(map(str, where[:_NAMED_TURNS])) + (", ..." if len(where) > _NAMED_TURNS else "")
+        why = f"{len(blank)} empty text part(s) left out (turn {turns}): the providers refuse a text with nothing in it"
+        notes.append(UnsupportedOption("history", why, False))
+    return (params if answered is history else params.model_copy(update={"history": answered})), notes
+
+
+_NAMED_TURNS = 10
+"""Most turns a warning of left-out parts names."""
 
 
 _NOT_A_MODEL = re.compile(r"[\s\x00-\x1f\x7f?&#]|\.\.")
@@ -420,11 +440,31 @@ def _lone_surrogate_at(text: str) -> int | None:
 
 
 def _check_text(what: str, text: str) -> None:
+    """A prompt or system instruction every provider can be sent: text (no lone surrogate), and no larger than a
+    request (`MAX_CONVERSATION_BYTES`, as `unified run -` reads a prompt: the library took a 40 MB prompt, bad input
+    round 26, sent to fail at the provider). Its UTF-8 is measured only when it may be over (4 bytes a character)."""
     at = _lone_surrogate_at(text)
     if at is not None:
         raise ConfigurationError(
             f"the {what} is not text: it holds a lone surrogate (U+{ord(text[at]):04X}) at character {at:,}",
             hint="decode the input with errors='replace' (or fix its encoding) and run again",
+        )
+    bound = limits.MAX_CONVERSATION_BYTES
+    if len(text) > bound // 4 and (size := len(text.encode("utf-8"))) > bound:
+        raise ConfigurationError(
+            f"the {what} is {size:,} bytes ({size / 2**20:.1f} MiB), more than a run sends ({bound:,}, "
+            f"{bound / 2**20:g} MiB: about the largest request the providers accept)",
+            hint="put long material in a file of the workspace and name it in the prompt",
+        )
+
+
+def _check_model(what: str, model: str | None) -> None:
+    """A model name no API takes (blank, or changing the request's URL) is refused where it is given."""
+    if model is not None and (not model.strip() or _NOT_A_MODEL.search(model)):
+        raise ConfigurationError(
+            f"{what} {clip(model, 200)!r} is not a model name (it is blank, or holds whitespace, '..', '?', '&' or "
+            "'#', which would change the request's URL)",
+            hint="pass a model id such as gemini-2.5-flash or claude-sonnet-4-5, or no model (the backend's default)",
         )
 
 
@@ -434,9 +474,10 @@ def check_params(params: ExecuteParams) -> None:
     Raises `ConfigurationError` for a `cwd` or an `include_directories` entry that is missing, not a
     directory or named in bytes that are not UTF-8, for a blank prompt (a prompt of images only is
     allowed), for a prompt or system instruction that is not text (a lone surrogate, which no API's UTF-8
-    can carry), for a model name no API takes, for a blank `resume` (it would start a new session
-    unasked), for an empty image or one whose bytes are another type than its `mime_type`, for a `fallback` that
-    is the backend itself or is named twice, and for `retry` or `history` used the wrong way.
+    can carry), for a blank system instruction or excluded tool, for two MCP servers of one name, for a model
+    name no API takes, for a blank `resume` (it would start a new session unasked), for an empty image or one
+    whose bytes are another type than its `mime_type`, for a `fallback` that is the backend itself or is named
+    twice, and for `retry` or `history` used the wrong way.
     """
     _check_directory("cwd", params.cwd)
     for directory in params.include_directories:
@@ -444,12 +485,16 @@ def check_params(params: ExecuteParams) -> None:
     _check_text("prompt", params.prompt)
     if params.system_instruction is not None:
         _check_text("system instruction", params.system_instruction)
-    if params.model is not None and (not params.model.strip() or _NOT_A_MODEL.search(params.model)):
-        raise ConfigurationError(
-            f"model {params.model!r} is not a model name (it is blank, or holds whitespace, '..', '?', '&' or '#', "
-            "which would change the request's URL)",
-            hint="pass a model id such as gemini-2.5-flash or claude-sonnet-4-5, or no model (the backend's default)",
-        )
+        if not params.system_instruction.strip():  # sent as an empty text part, which the Gemini API refuses, and
+            # on claude-code it replaced the CLI's whole system prompt with nothing (bad input round 26)
+            raise ConfigurationError(
+                "the system instruction is empty",
+                hint="say how the agent should behave, or pass None (leave it out) for the backend's own",
+            )
+    _check_model("model", params.model)
+    for target in params.fallback:  # checked only when the run failed over to it (bad input round 26)
+        if isinstance(target, Fallback):
+            _check_model(f"the {target.backend} fallback's model", target.model)
     if params.resume is not None and not params.resume.strip():
         raise ConfigurationError(
             "the session reference (resume) is empty",
@@ -457,6 +502,21 @@ def check_params(params: ExecuteParams) -> None:
         )
     for number, image in enumerate(params.images, 1):
         _check_image(number, image)
+    _check_images_size(params.images)
+    if any(not name.strip() for name in params.excluded_tools):  # `"".split(",")` of an unset variable: nothing was
+        # excluded, and nothing said so (bad input round 26)
+        raise ConfigurationError(
+            "an excluded_tools entry is blank: it names no tool, so nothing would be excluded by it",
+            hint="name each tool to exclude (read_file, run_shell_command, ...), or leave excluded_tools out",
+        )
+    names = [server.name for server in params.mcp_servers]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:  # one server's tools hid the other's (a dict keyed by name: Codex's config, Claude Code's --mcp-config)
+        raise ConfigurationError(
+            f"MCP server name {twice[0]!r} is given to {names.count(twice[0])} servers: a server's tools are offered "
+            f"as mcp__<name>__<tool>, so one would hide the other's",
+            hint="give each MCP server its own name",
+        )
     if params.history is not None and params.resume is not None:
         raise ConfigurationError(
             "a run continues either a stored session (resume) or a conversation (history), not both",
@@ -487,6 +547,12 @@ def _check_fallback_repeats(params: ExecuteParams) -> None:
     (bad input round 22), and the run went on to fail twice, the second time after a `failover` that changed nothing.
     A `Fallback` of the same backend with another model is a fallback (the next model), and is kept. With `auto` the
     backend is known only once routing chose it: `_without_the_chosen` leaves such a fallback out then."""
+    if params.fallback and not params.failover_on:  # no error moves the run on: the fallbacks never ran, unsaid
+        raise ConfigurationError(
+            "fallback names backends to go on on, but failover_on is empty: no error would move the run to them",
+            hint="leave failover_on out for the usual errors (a rate limit, a spent quota, refused credentials, an "
+            "unavailable backend), name the error codes, or leave fallback out",
+        )
     seen: set[tuple[object, ...]] = set()
     for target in params.fallback:
         name = target.backend if isinstance(target, Fallback) else target
@@ -546,6 +612,22 @@ def _check_image(number: int, image: ImageInput) -> None:
         raise ConfigurationError(
             f"image {number} says it is {image.mime_type} but its bytes are {found}",
             hint="give the type of its bytes, or build it with ImageInput.from_path, which reads it from them",
+        )
+
+
+def _check_images_size(images: Sequence[ImageInput]) -> None:
+    """The prompt's images fit in one request: each is sent as base64 (4 bytes for 3) in the request, which the
+    providers refuse over `MAX_CONVERSATION_BYTES` (bad input round 26: 40 MB of images were sent, to fail at the
+    provider after the session was begun)."""
+    sent = sum(4 * -(-len(image.data) // 3) for image in images)
+    bound = limits.MAX_CONVERSATION_BYTES
+    if sent > bound:
+        raw = sum(len(image.data) for image in images)
+        raise ConfigurationError(
+            f"the prompt's {len(images)} image(s) are {raw:,} bytes, {sent:,} as base64 in the request "
+            f"({sent / 2**20:.1f} MiB), more than a run sends ({bound:,}, {bound / 2**20:g} MiB: about the largest "
+            "request the providers accept)",
+            hint="send fewer or smaller images (scale them down, or save them as JPEG or WebP)",
         )
 
 
@@ -677,8 +759,10 @@ arguments. The others are strings, numbers, paths and tuples of frozen models, o
 run uses as they are (`session_store`, `on_user_input`)."""
 
 _SINK_OPTIONS = frozenset({"transcript", "acp_transcript"})
-"""The `backend_options` a run writes to: the caller's own lists (`unified._binary.options.TranscriptOption`, which
-the options' parse keeps by identity too), never copied."""
+"""The `backend_options` of a built-in backend that a run writes to: the caller's own lists
+(`unified._binary.options.TranscriptOption`, which the options' parse keeps by identity too), never copied. A
+third-party backend's options of these names are its own data, copied as the rest (bad input round 26: they were
+shared, so a caller changing them after `execute()` changed that backend's run)."""
 
 
 def _snapshot(params: ExecuteParams) -> ExecuteParams:
@@ -694,10 +778,10 @@ def _snapshot(params: ExecuteParams) -> ExecuteParams:
     fields = kept.__dict__
     for name in _SNAPSHOT_FIELDS:
         fields[name] = _unshared(fields[name], limits.MAX_JSON_DEPTH)
-    fields["backend_options"] = _options_unshared(params.backend_options)
+    fields["backend_options"] = _options_unshared(params.backend_options, params.backend)
     if params.fallback:
         fields["fallback"] = tuple(
-            _with_fields(target, {"backend_options": _options_unshared(target.backend_options)})
+            _with_fields(target, {"backend_options": _options_unshared(target.backend_options, target.backend)})
             if isinstance(target, Fallback)
             else target
             for target in params.fallback
@@ -705,12 +789,12 @@ def _snapshot(params: ExecuteParams) -> ExecuteParams:
     return kept
 
 
-def _options_unshared(options: dict[str, object] | BackendOptions) -> dict[str, object] | BackendOptions:
-    """`backend_options` with their containers copied (`_unshared`) but the run's sinks (`_SINK_OPTIONS`)."""
+def _options_unshared(options: dict[str, object] | BackendOptions, backend: str) -> dict[str, object] | BackendOptions:
+    """`backend_options` of `backend` with their containers copied (`_unshared`) but a built-in backend's sinks
+    (`_SINK_OPTIONS`; `auto` picks a built-in one)."""
+    sinks = _SINK_OPTIONS if backend == "auto" or backend in built_in_backends() else frozenset()
     given = options if isinstance(options, dict) else options.__dict__
-    copied = {
-        key: value if key in _SINK_OPTIONS else _unshared(value, limits.MAX_JSON_DEPTH) for key, value in given.items()
-    }
+    copied = {key: value if key in sinks else _unshared(value, limits.MAX_JSON_DEPTH) for key, value in given.items()}
     return copied if isinstance(options, dict) else _with_fields(options, copied)
 
 
@@ -721,16 +805,44 @@ def _unshared(value: object, depth: int) -> object:
     caller's to share."""
     if depth <= 0:
         return value
-    if isinstance(value, dict):
-        return {key: _unshared(item, depth - 1) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        items = [_unshared(item, depth - 1) for item in value]
-        return items if isinstance(value, list) else tuple(items)
-    if isinstance(value, set):
-        return set(value)
+    if isinstance(value, (dict, list, tuple, set)):
+        plain: _Plain
+        if isinstance(value, dict):
+            plain = {key: _unshared(item, depth - 1) for key, item in value.items()}
+        elif isinstance(value, set):
+            plain = set(value)
+        else:
+            items = [_unshared(item, depth - 1) for item in value]
+            plain = items if isinstance(value, list) else tuple(items)
+        return plain if type(value) in (dict, list, tuple, set) else _of_its_kind(value, plain)
     if isinstance(value, BaseModel):
         return _with_fields(value, {name: _unshared(item, depth - 1) for name, item in value.__dict__.items()})
     return value
+
+
+_Plain = dict[Any, object] | list[object] | tuple[object, ...] | set[object]
+"""A container's copy of the base class (`_unshared`)."""
+
+
+def _of_its_kind(value: object, plain: _Plain) -> object:
+    """`value`, a container of a subclass (a `defaultdict`, an `OrderedDict`, a `NamedTuple`, a list or set of a class
+    of the caller's), as a copy of its own class holding what `plain` (its copied items, in a container of the base
+    class) holds: the base class alone lost it (bad input round 26: a third-party backend's `defaultdict` option
+    became a dict, its run's first missing key a KeyError; a `NamedTuple` a tuple without its fields). One whose class
+    cannot be copied so is `plain`, as before: its data is still the run's own."""
+    try:
+        if isinstance(value, tuple):  # immutable: made anew from its items
+            make = getattr(type(value), "_make", None)
+            return make(plain) if callable(make) else type(value)(plain)
+        kept = copy.copy(value)
+        if isinstance(kept, dict) and isinstance(plain, dict):
+            kept.clear()
+            kept.update(plain)
+        elif isinstance(kept, list):
+            kept[:] = plain
+        return kept
+    except Exception:  # a class whose copy or constructor wants more than its items
+        return plain
 
 
 def _with_fields(model: ModelT, fields: dict[str, object]) -> ModelT:
@@ -757,14 +869,14 @@ class EventStream(AsyncIterator[UnifiedEvent]):
         params = _snapshot(params)
         check_params(params)
         _protect_store(params)
-        params = _with_history_answered(params)
+        params, notes = _with_history_answered(params)
         chosen: Backend
         if backend is None:
             chosen, params = _make_backend(params)
         else:
             chosen = backend
         self.params = params
-        self._stream = GuardedStream(lambda channel: StreamGuard(params, chosen, channel, strict=strict))
+        self._stream = GuardedStream(lambda channel: StreamGuard(params, chosen, channel, strict=strict, notes=notes))
         self._channel = self._stream.channel
         """The stream's channel, held here too: `__anext__` takes a queued event from it (one lookup less an event)."""
 

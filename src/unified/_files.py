@@ -37,6 +37,7 @@ __all__ = [
     "append_line",
     "current_directory",
     "dangling_link_in_the_way",
+    "expand_user",
     "file_in_the_way",
     "folder_entries",
     "make_folder",
@@ -52,6 +53,25 @@ __all__ = [
     "unwritable",
     "write_atomically",
 ]
+
+
+def expand_user(path: Path | str) -> Path:
+    """`path` with `~` and `~user` expanded as a shell expands them, or a ValueError saying whose home is not known:
+    pathlib's own is a bare RuntimeError, "Could not determine home directory", which ended `unified` as "a bug in
+    unified" (`UNIFIED_DATA_DIR=~nobody/x`, bad input round 26; a `cwd`, round 23)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        head = Path(path).parts[0]
+        raise ValueError(f"the home directory of {head!r} is not known here; name the directory without `~`") from None
+
+
+def _expanded_or_as_is(value: str) -> Path:
+    """`value` with `~` expanded, or as it is when its home is not known: what a hint compares, never a failure."""
+    try:
+        return expand_user(value)
+    except ValueError:
+        return Path(value)
 
 
 def current_directory() -> Path:
@@ -102,7 +122,7 @@ def _setting_over(folder: Path) -> str | None:
         value = os.environ.get(name, "").strip()
         if not value:
             continue
-        named = Path(value).expanduser()
+        named = _expanded_or_as_is(value)
         over = (folder, *folder.parents)
         if named.absolute() in over or named.resolve() in over:  # resolved as the folder may be (/proc/self)
             return name
@@ -220,7 +240,7 @@ def make_way(blocker: Path) -> str:
     setting at a folder."""
     for name in _FOLDER_SETTINGS:
         value = os.environ.get(name, "").strip()
-        if value and Path(value).expanduser().absolute() == blocker.absolute():
+        if value and _expanded_or_as_is(value).absolute() == blocker.absolute():
             return f"{name} names that file: point {name} at a folder, or move the file away"
     # A file store's URL naming the file (`file:///etc/passwd`): the advice was to move or remove that file.
     url = os.environ.get("UNIFIED_SESSION_STORE_URL", "").strip().rstrip("/")

@@ -43,6 +43,7 @@ __all__ = [
     "WALK_MAX_ENTRIES",
     "WALK_OPEN_DIRS",
     "command_too_long",
+    "conversation_too_large",
     "too_deep",
 ]
 
@@ -67,9 +68,13 @@ MAX_PARTS_PER_TURN = 10_000
 MAX_TURN_TEXT_CHARS = 4 * 1024 * 1024
 """Most characters of model text (answer plus thoughts) one model turn may produce."""
 
-MAX_CONVERSATION_BYTES = 256 * 1024 * 1024
-"""Largest conversation (`ExecuteParams.history`, a `--history` file) as JSON: a run refuses a larger one
-before it writes anything (the biggest session file a binary's reader here accepts is as large)."""
+MAX_CONVERSATION_BYTES = 32 * 1024 * 1024
+"""Largest conversation (`ExecuteParams.history`, a `--history` file, a prompt read from stdin, a history failover
+carries) as JSON: a run refuses a larger one before it writes anything (`conversation_too_large` says so). It is what
+the providers take in one request, and every request of a continued run sends the whole conversation: the Anthropic
+API refuses a request over 32 MB (413 `request_too_large`, Claude Code's "Request too large (max 32MB)"), the Gemini
+API took 20 MB of inline data (100 MB since January 2026), and a model's window of a million tokens holds some 4 MB
+of text. It was 256 MiB: a 100 MB history was taken, written to a session file, and sent to fail at the provider."""
 
 MAX_CONVERSATION_VALUES = 4_000_000
 """Most JSON values `Conversation.from_json` parses, counted as the `{`, `[` and `,` outside strings:
@@ -92,10 +97,12 @@ MAX_SESSION_PROMPT_CHARS = 4096
 80): the header is read by every listing, so a pasted 10 MB prompt made every listing read and hold
 10 MB. The whole prompt is in the record's state."""
 
-MAX_SESSION_RECORD_BYTES = 2 * MAX_CONVERSATION_BYTES
-"""Largest session record (`FileSessionStore`) a resume, a `show` or a save over it reads: twice the largest
-conversation a run takes as history. Nothing bounded it: a resume read a record of any size whole, then parsed
-it. A larger one is refused unread as unreadable (`CorruptSession` naming it), and left as it is."""
+MAX_SESSION_RECORD_BYTES = 512 * 1024 * 1024
+"""Largest session record (`FileSessionStore`) a resume, a `show` or a save over it reads. Nothing bounded it: a
+resume read a record of any size whole, then parsed it. A larger one is refused unread as unreadable
+(`CorruptSession` naming it), and left as it is. Far above `MAX_CONVERSATION_BYTES`: an agent CLI's own files (a
+Claude Code transcript, a Codex rollout) keep every event and tool output of a long session, compacted or not,
+and still resume on their own backend."""
 
 MAX_SESSION_VALUES = 2 * MAX_CONVERSATION_VALUES
 """Most JSON values a stored session record may hold (counted as `Conversation.from_json` counts them, before
@@ -223,6 +230,17 @@ def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
         if isinstance(child, _CONTAINERS) and too_deep(child, limit - 1):
             return True
     return False
+
+
+def conversation_too_large(size: int, bound: int | None = None) -> str:
+    """Why a conversation of `size` bytes of JSON is refused (`MAX_CONVERSATION_BYTES`, or `bound`), in one wording
+    for the CLI and the library: the size and the limit, in bytes and MiB, and what to do."""
+    bound = MAX_CONVERSATION_BYTES if bound is None else bound
+    return (
+        f"{size:,} bytes of JSON ({size / 2**20:.1f} MiB), more than a run takes ({bound:,}, {bound / 2**20:g} MiB: "
+        "about the largest request the providers accept, and each request of the run sends the whole conversation); "
+        "leave out its oldest turns or its largest images and tool outputs"
+    )
 
 
 def command_too_long(command: str) -> int | None:

@@ -60,6 +60,7 @@ __all__ = [
     "Turn",
     "UserPart",
     "UserTurn",
+    "is_blank",
     "provider_of_backend",
     "signature_for",
 ]
@@ -116,6 +117,12 @@ class TextPart(_Part):
     type: Literal["text"] = "text"
     text: str
     signature: str | None = None
+
+
+def is_blank(part: object) -> bool:
+    """Whether `part` is a text part that says nothing: no text but whitespace, and no signature (a Gemini model's
+    signed empty text carries its signature back). No provider takes one: `with_results_after_calls` leaves it out."""
+    return isinstance(part, TextPart) and not part.text.strip() and part.signature is None
 
 
 class ImagePart(_Part):
@@ -320,8 +327,10 @@ class Conversation(BaseModel):
         `unanswered`, each call no result answers gets an error result of that text. Consecutive model
         turns of one provider become one (Gemini wants "a function call turn right after a user turn or
         a function response turn"), and a conversation that starts with the model's turn gets a user turn
-        before it (no provider reads a model turn first). No part is lost. Itself when nothing changes; it
-        assumes `problem()` is None (a result that answers no call stays where it is)."""
+        before it (no provider reads a model turn first). A text part with no text (`is_blank`) is left out, and a
+        turn it leaves empty: the Gemini API refuses "an empty text parameter", the Anthropic API an empty text
+        block. No other part is lost. Itself when nothing changes; it assumes `problem()` is None (a result that
+        answers no call stays where it is)."""
         turns = list(self.turns)
         pairs, _ = _pairs(turns)
         used = {p.id for p in self.tool_calls() if p.id}
@@ -351,20 +360,23 @@ class Conversation(BaseModel):
         out: list[UserTurn | ModelTurn] = []
         for t, turn in enumerate(turns):
             if isinstance(turn, UserTurn):
-                kept: list[UserPart] = [p for n, p in enumerate(turn.parts) if (t, n) not in pairs]
+                kept: list[UserPart] = [p for n, p in enumerate(turn.parts) if (t, n) not in pairs and not is_blank(p)]
                 if kept:
                     out.append(turn if len(kept) == len(turn.parts) else turn.model_copy(update={"parts": kept}))
                 continue
+            said: list[ModelPart] = [p for p in turn.parts if not is_blank(p)]
             previous = out[-1] if out else None
-            if (
+            if not said:  # nothing a provider takes; a turn with a call is never left empty
+                pass
+            elif (
                 isinstance(previous, ModelTurn)
                 and previous.provider == turn.provider
                 and not any(isinstance(p, ToolCallPart) for p in previous.parts)
             ):
                 usage = _sum(previous.usage, turn.usage)
-                out[-1] = previous.model_copy(update={"parts": [*previous.parts, *turn.parts], "usage": usage})
+                out[-1] = previous.model_copy(update={"parts": [*previous.parts, *said], "usage": usage})
             else:
-                out.append(turn)
+                out.append(turn if len(said) == len(turn.parts) else turn.model_copy(update={"parts": said}))
             owed: list[UserPart] = []
             for p, part in enumerate(turn.parts):
                 if not isinstance(part, ToolCallPart):
@@ -462,7 +474,7 @@ class Conversation(BaseModel):
         except ValueError as exc:  # pydantic's serialization error: nothing above should let one through
             return f"it cannot be written as JSON ({exc})"
         if max_bytes is not None and size > max_bytes:
-            return f"it is {size} bytes of JSON, more than a run takes ({max_bytes})"
+            return f"it is {limits.conversation_too_large(size, max_bytes)}"
         called: set[str] = set()
         for number, turn in enumerate(self.turns):
             for part in turn.parts:

@@ -6,13 +6,14 @@ Kept apart from the event protocol (what comes back) and free of any backend SDK
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from unified._files import current_directory, read_regular
+from unified._files import current_directory, expand_user, read_regular
 from unified._redaction import REDACTED, redact_mapping
 from unified._sessions.records import SessionStore
 from unified._text import nearest
@@ -68,8 +69,24 @@ def _no_flag(value: object) -> object:
     return value
 
 
+def _a_number(value: object) -> object:
+    """`_no_flag`, and NaN refused as what it is: pydantic checks a bound before finiteness, so `total_timeout_s=nan`
+    (or `"nan"`) was "Input should be greater than 0", as if a number had been given (bad input round 26)."""
+    value = _no_flag(value)
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return value  # pydantic says it is no number
+    else:
+        number = value if isinstance(value, float) else 0.0
+    if math.isnan(number):
+        raise ValueError("NaN is not a number: give a number of seconds, or None for no limit where one is allowed")
+    return value
+
+
 _Count = Annotated[int, BeforeValidator(_no_flag)]
-_Seconds = Annotated[float, BeforeValidator(_no_flag)]
+_Seconds = Annotated[float, BeforeValidator(_a_number)]
 
 _MCP_TIMEOUT = "Longest wait for one answer of the server, in seconds."
 """Finite and above 0 (the field's bounds): NaN or infinity failed a codex run's start with an untyped ValueError
@@ -280,11 +297,9 @@ def _home_expanded(path: Path) -> Path:
     the API backends' tools, and filed the session, under a directory named `~` in the process's own directory; an
     unknown user's `~nobody/x` raised a bare RuntimeError out of the run (bad input round 23)."""
     try:
-        return path.expanduser()
-    except RuntimeError:  # pathlib's "Could not determine home directory"
-        raise ValueError(
-            f"{path}: the home directory of {path.parts[0]!r} is not known here; name the directory without `~`"
-        ) from None
+        return expand_user(path)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 _Directory = Annotated[Path, BeforeValidator(_named_directory), AfterValidator(_home_expanded)]

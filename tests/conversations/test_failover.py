@@ -238,7 +238,7 @@ async def test_a_carried_history_larger_than_a_run_takes_ends_the_run_typed(
     events = await lab.run(lab.params("generate-content", "interactions"))
     error = [e for e in events if isinstance(e, ErrorEvent)][-1]
     assert error.code == "configuration_error"
-    assert "more than a run takes (200)" in error.message
+    assert "more than a run takes (200," in error.message
     assert not [e for e in events if isinstance(e, Failover)]
 
 

@@ -394,7 +394,7 @@ def test_a_history_file_larger_than_a_run_takes_is_refused_unread(
     path.write_text(Conversation(turns=[UserTurn(parts=[TextPart(text="x" * 200)])]).to_json(), encoding="utf-8")
     with pytest.raises(typer.Exit):
         _read_history(path)
-    assert "more than unified reads (100)" in capsys.readouterr().err
+    assert "more than a run takes (100," in capsys.readouterr().err
 
 
 # --- a claude-code session in a shared store: its text is JSON lines, split at "\n" only --------------------

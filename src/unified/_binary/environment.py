@@ -39,7 +39,7 @@ import platformdirs
 from unified import _git_drivers
 from unified._environ import PerEnvironment, absolute_search_path
 from unified._files import write_atomically
-from unified.errors import ConfigurationError
+from unified.errors import BackendUnavailable, ConfigurationError
 
 __all__ = [
     "BASIC_ENV",
@@ -203,10 +203,19 @@ def cache_folder(folder: str) -> Path:
 def private_cache_folder(folder: str) -> Path:
     """unified's cache folder `folder`, made if missing and readable by its owner alone (0700): where a binary puts
     what only its user may read (its temp files: `TMPDIR`). Made each time it is asked for, as a binary that finds
-    it gone (a cache cleaner) fails where it would write."""
+    it gone (a cache cleaner) fails where it would write. A link in its place is `backend_unavailable` naming it:
+    it was followed, its target made 0700 and written to (bad input round 26)."""
     path = cache_folder(folder)
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if stat.S_IMODE(path.stat().st_mode) != 0o700:
+    found = path.lstat()
+    if stat.S_ISLNK(found.st_mode):  # its mode was made the target's, 0700, and the binary wrote through it
+        raise BackendUnavailable(
+            f"unified's cache folder {path} is a symbolic link (to {os.readlink(path)}): what a binary keeps there "
+            "(the Gemini CLI's error reports hold whole requests) would go where it points, readable as that folder is",
+            hint=f"remove the link (rm {path}); unified makes the folder again, readable by you alone",
+            details={"path": str(path)},
+        )
+    if stat.S_IMODE(found.st_mode) != 0o700:
         path.chmod(0o700)
     return path
 

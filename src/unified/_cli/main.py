@@ -276,6 +276,9 @@ def _named_path(refusal: str) -> Callable[[str], Path]:
 
 
 _directory = _named_path("the directory's name is empty: name a directory, or leave --cwd out for this one")
+_file = _named_path(  # `unified replay ""` said ".: not a cassette", `record ""` wrote about "." (bad input round 26)
+    "the file's name is empty (it would be the current directory): name the file"
+)
 _install_folder = _named_path(  # `--prefix ''` installed the binary into the current directory (round 24)
     "the folder's name is empty (it would install into the current directory): name a folder, or leave --prefix out "
     "to install where unified looks"
@@ -297,10 +300,25 @@ def _choice(values: tuple[str, ...] | Callable[[], tuple[str, ...]]) -> Callable
 
 def _finite_seconds(value: float | None) -> float | None:
     """A typer callback for a time limit: infinity (`inf`, or `1e400`, which reads as it) is refused, not taken as
-    no limit: leaving the option out is that, and a limit nobody can reach is more likely a typo."""
-    if value is not None and value == float("inf"):
+    no limit: leaving the option out is that, and a limit nobody can reach is more likely a typo. NaN is said to be
+    no number: the option's own range (`min=`, checked before this) said "Input should be greater than or equal to
+    0.001" of it, as if a number had been given, so the range is checked here, after it (bad input round 26)."""
+    if value is None:
+        return value
+    if value != value:  # NaN, as `nan` reads
+        raise typer.BadParameter("nan is not a number: give a number of seconds, or leave the option out for no limit")
+    if value == float("inf"):
         raise typer.BadParameter(f"{value} is no number of seconds (give one, or leave the option out for no limit)")
+    if value < _SHORTEST_S:
+        raise typer.BadParameter(
+            f"{value:g} s is shorter than any run: give at least {_SHORTEST_S:g} s, or leave the option out for "
+            "no limit"
+        )
     return value
+
+
+_SHORTEST_S = 0.001
+"""The shortest time limit `--timeout` takes."""
 
 
 def _matrix_backends() -> tuple[str, ...]:
@@ -344,16 +362,22 @@ def _read_history(path: Path) -> Conversation:
     from pydantic import ValidationError
 
     from unified import _limits as limits
-    from unified._files import read_regular
+    from unified._files import FileTooLarge, read_regular
     from unified.conversations import Conversation
 
     bound = limits.MAX_CONVERSATION_BYTES
     try:  # a regular file only (a FIFO is never waited on, /dev/zero never read), and bounded
         data = sys.stdin.buffer.read(bound + 1) if str(path) == "-" else read_regular(path, max_bytes=bound)
+    except FileTooLarge as exc:  # its size, as the file says it (`open_regular` refuses it unread)
+        raise _fail(f"--history {path} is {limits.conversation_too_large(exc.size)}", EXIT_BAD_INPUT) from None
     except OSError as exc:
         raise _fail(f"cannot read --history {path}: {exc.strerror or exc}", EXIT_BAD_INPUT) from None
-    if len(data) > bound:
-        raise _fail(f"cannot read --history {path}: more than {bound} bytes", EXIT_BAD_INPUT)
+    if len(data) > bound:  # stdin: read no further than one byte over
+        raise _fail(
+            f"--history {path} is more than {bound:,} bytes ({bound / 2**20:g} MiB), more than a run takes: "
+            "leave out its oldest turns or its largest images and tool outputs",
+            EXIT_BAD_INPUT,
+        )
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16, as Windows PowerShell's `>` saves an export
         try:
             data = data.decode("utf-16").encode("utf-8")
@@ -388,7 +412,11 @@ def _read_prompt() -> str:
     except OSError as exc:
         raise _fail(f"cannot read the prompt from stdin: {exc.strerror or exc}", EXIT_BAD_INPUT) from None
     if len(data) > bound:
-        raise _fail(f"the prompt on stdin is more than {bound} bytes", EXIT_BAD_INPUT)
+        raise _fail(
+            f"the prompt on stdin is more than {bound:,} bytes ({bound / 2**20:g} MiB), more than a run sends: put "
+            "long material in a file of the workspace and name it in the prompt",
+            EXIT_BAD_INPUT,
+        )
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
@@ -525,6 +553,7 @@ def run(
         Path | None,
         typer.Option(
             metavar="FILE",
+            parser=_file,
             help="Continue a conversation (JSON, as `unified sessions export REF` prints it; - reads stdin) "
             "as a new session of the backend.",
         ),
@@ -554,7 +583,7 @@ def run(
     timeout: Annotated[
         float | None,
         typer.Option(
-            min=0.001, callback=_finite_seconds, help="Total time limit in seconds (finite; leave out for none)."
+            callback=_finite_seconds, help="Total time limit in seconds (finite, 0.001 or more; leave out for none)."
         ),
     ] = None,
     approve: Annotated[
@@ -821,7 +850,7 @@ async def _interrupt_demo(control: Any, scope: CancelScope) -> None:
 def serve(
     script: Annotated[
         Path | None,
-        typer.Argument(help="What the fake plays: a script or a recording (default: the demo's task)."),
+        typer.Argument(parser=_file, help="What the fake plays: a script or a recording (default: the demo's task)."),
     ] = None,
     fake: Annotated[
         str, typer.Option(callback=_choice(tuple(FAKE_SERVERS)), help=f"Which fake: {', '.join(FAKE_SERVERS)}.")
@@ -879,7 +908,9 @@ async def _serve_until_interrupted(entry: FakeServer, served: ServedFake, export
 def replay(
     cassette: Annotated[
         Path,
-        typer.Argument(help="A recorded cassette: a .yaml file or a gemini-cli, claude-code or codex .jsonl file."),
+        typer.Argument(
+            parser=_file, help="A recorded cassette: a .yaml file or a gemini-cli, claude-code or codex .jsonl file."
+        ),
     ],
     json_lines: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
     native: Annotated[bool, typer.Option(help="Keep each raw backend event in `native`.")] = False,
@@ -950,7 +981,10 @@ def replay(
 @app.command()
 def record(
     cassette: Annotated[
-        Path, typer.Argument(help="The file to write: .yaml (API backends) or .jsonl (gemini-cli, claude-code, codex).")
+        Path,
+        typer.Argument(
+            parser=_file, help="The file to write: .yaml (API backends) or .jsonl (gemini-cli, claude-code, codex)."
+        ),
     ],
     prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
     backend: Annotated[

@@ -16,7 +16,7 @@ import inspect
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from types import UnionType
 from typing import Any, Literal, NoReturn, Union, get_args, get_origin
@@ -38,7 +38,7 @@ from unified._redaction import (
     run_secrets,
     use_run_secrets,
 )
-from unified.backends import Backend, RunOutcome, refusal
+from unified.backends import Backend, RunOutcome, UnsupportedOption, refusal
 from unified.errors import BackendError, ProtocolViolation, RunStopped, UnifiedError
 from unified.events import (
     ERROR_CODES,
@@ -573,10 +573,14 @@ class _Context:
 
 
 async def announce_unsupported_options(
-    backend: Backend, params: ExecuteParams, emit: Callable[[UnifiedEvent], Awaitable[None]]
+    backend: Backend,
+    params: ExecuteParams,
+    emit: Callable[[UnifiedEvent], Awaitable[None]],
+    notes: Sequence[UnsupportedOption] = (),
 ) -> None:
-    """A `warning` per option `backend` cannot honour; a fatal one raises instead (before the run starts)."""
-    for option, explanation, fatal in backend.unsupported_options(params):
+    """A `warning` per option `backend` cannot honour, and per note; a fatal one raises instead (before the run
+    starts)."""
+    for option, explanation, fatal in [*backend.unsupported_options(params), *notes]:
         if fatal:
             raise UnifiedError(
                 f"the {backend.name} backend cannot honour {option}: {explanation}",
@@ -597,9 +601,13 @@ class StreamGuard:
         *,
         strict: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        notes: Sequence[UnsupportedOption] = (),
     ) -> None:
         self.params = params
         self.backend = backend
+        self.notes = notes
+        """What the run changed of its parameters before it began (a history's empty text parts left out): warned
+        of with the backend's own unsupported options."""
         self.agg = _Aggregator()
         self.strict = strict
         self._channel = channel
@@ -958,7 +966,7 @@ class StreamGuard:
             self._channel.close_sending()
 
     async def _announce_unsupported_options(self) -> None:
-        await announce_unsupported_options(self.backend, self.params, self._deliver)
+        await announce_unsupported_options(self.backend, self.params, self._deliver, self.notes)
 
     async def watch(self) -> None:
         """The watchdog as a task (trio): looks until the run is done or a timeout stopped it; returns

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import urllib.parse
 from pathlib import Path
 
@@ -36,19 +37,28 @@ def store_from_url(url: str) -> SessionStore:
             f"the session store URL holds bytes that are not UTF-8 ({clip(ascii(url), 200)})",
             hint=f"set {STORE_URL_ENV} in UTF-8, a directory's other bytes percent-encoded (%FF)",
         )
-    scheme = url.partition("://")[0].lower()
+    # The scheme ends at the first colon (RFC 3986): read up to "://", `file:` and `file:/srv/store` (RFC 8089's short
+    # form) were "an unknown kind of store (file:/srv/store)", and a bare path was named a kind of store (round 26).
+    scheme, colon, _ = url.partition(":")
+    scheme = scheme.lower() if colon and _SCHEME.fullmatch(scheme) else ""
     if scheme in ("postgresql", "postgres"):
         return _postgres_store(url)
     if scheme == "file":
         return FileSessionStore(_file_store_root(url))
+    if not scheme and url.startswith(("/", "~")):
+        raise _refused(url, "is a path, not a URL")
     raise ConfigurationError(
-        f"the session store URL names an unknown kind of store ({scheme or 'no scheme'!s})",
+        f"the session store URL names an unknown kind of store ({clip(scheme, 40) if scheme else 'no scheme'})",
         hint=f"set {STORE_URL_ENV} to postgresql://user:password@host:port/database or file:///directory",
     )
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+"""A URL's scheme (RFC 3986): what comes before the first colon of a URL, and only of a URL."""
+
+
 def _file_store_root(url: str) -> Path:
-    """The directory a `file:///path` (or `file://localhost/path`) URL names, read as RFC 8089 (and
+    """The directory a `file:///path` (or `file://localhost/path`, or `file:/path`) URL names, read as RFC 8089 (and
         `urllib.request.url2pathname`) read one: its path percent-decoded, `%20` a space (it was taken as it was
         written, so `file:///srv/my%20store` made a directory named `my%20store` beside the `my store` the URL
         means). The decoded bytes must be UTF-8 (`%FF` alone is refused: decoded with replacement, as `unquote`
@@ -58,8 +68,13 @@ def _file_store_root(url: str) -> Path:
         its sessions under the directory it started in (a project's own folder), where a run started anywhere
         else could not find them; a URL with a query or a fragment (`?`, `#`: a path spelling them writes `%3F`,
         `%23`), another host, or a NUL byte (`%00`, which no file name holds) names no directory either."""
-    rest = url.partition("://")[2]
-    host, slash, path = rest.partition("/")
+    after = url.partition(":")[2]
+    if after.startswith("//"):
+        host, slash, path = after[2:].partition("/")
+    elif after.startswith("/"):  # `file:/srv/store`: RFC 8089's form without an authority
+        host, slash, path = "", "/", after[1:]
+    else:  # `file:` or `file:dir`: no absolute directory
+        host, slash, path = "", "", after
     if not slash or host.lower() not in ("", "localhost"):
         raise _refused(
             url,

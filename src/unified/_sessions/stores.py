@@ -61,6 +61,7 @@ from unified._files import (
     NotRegularFile,
     current_directory,
     dangling_link_in_the_way,
+    expand_user,
     file_in_the_way,
     make_way,
     open_regular,
@@ -173,7 +174,13 @@ def _given_root(root: object) -> Path:
             "FileSessionStore's root is empty, which names no directory (it would be the current one)",
             hint="pass the store's directory, or None for the default ($UNIFIED_DATA_DIR/sessions)",
         )
-    path = Path(root).expanduser()
+    try:
+        path = expand_user(os.fspath(root))
+    except ValueError as exc:  # `~nobody/x`: "unexpected RuntimeError ... (a bug in unified)" (bad input round 26)
+        raise ConfigurationError(
+            f"the session store's directory {os.fspath(root)!r} cannot be found: {exc}",
+            hint="set UNIFIED_DATA_DIR (or FileSessionStore's root) to a directory of a known home, or an absolute one",
+        ) from None
     return path if path.is_absolute() else current_directory() / path  # a deleted one said so (round 24)
 
 

@@ -125,14 +125,16 @@ class Fault(_Model):
 
 
 class Usage(_Model):
-    """Token counts, rendered as ``usageMetadata`` (generateContent) or ``usage`` (interactions)."""
+    """Token counts, rendered as ``usageMetadata`` (generateContent) or ``usage`` (interactions). Each is 0 or more:
+    a negative one, which no API sends, was served as written (bad input round 26), and the run under test counted
+    its usage as estimated without a word of the script's mistake."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    thinking_tokens: int = 0
-    cached_tokens: int = 0
-    tool_use_tokens: int = 0
-    cache_creation_tokens: int = 0
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    thinking_tokens: int = Field(default=0, ge=0)
+    cached_tokens: int = Field(default=0, ge=0)
+    tool_use_tokens: int = Field(default=0, ge=0)
+    cache_creation_tokens: int = Field(default=0, ge=0)
     """Prompt tokens written to the cache (Anthropic's ``cache_creation_input_tokens``; part of
     ``input_tokens``, like ``cached_tokens``); FakeGemini does not send them."""
 
@@ -143,7 +145,13 @@ class Usage(_Model):
 
 class _TurnBase(_Model):
     fault: Fault | None = None
-    chunk_delay: float = Field(default=0.0, ge=0.0, description="Seconds to sleep before each chunk/event.")
+    chunk_delay: float = Field(
+        default=0.0,
+        ge=0.0,
+        allow_inf_nan=False,
+        description="Seconds to sleep before each chunk/event (finite: `.inf` slept for good, bad input round 26; a "
+        "stream that never goes on is the `stall` fault).",
+    )
 
 
 class RecordedTurn(_TurnBase):

@@ -16,6 +16,7 @@ import gzip
 import hashlib
 import itertools
 import json
+import math
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -262,6 +263,9 @@ class ScriptedFake(ThreadedFake, Generic[Reply]):
     def _init_script(
         self, script: Script | Iterable[Turn] | str | Path | None, *, chunk_delay: float, port: int, repeat: bool
     ) -> None:
+        if isinstance(chunk_delay, bool) or not (math.isfinite(chunk_delay) and chunk_delay >= 0):
+            # `inf` slept before the first chunk for good: every run against the server hung (bad input round 26)
+            raise ValueError(f"chunk_delay {chunk_delay!r} is no number of seconds: give a finite one, 0 or more")
         self._chunk_delay = chunk_delay
         self._repeat = repeat
         self._lock = threading.Lock()

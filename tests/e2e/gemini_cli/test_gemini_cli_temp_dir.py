@@ -4,14 +4,16 @@ the whole request (the conversation, the files the model read), to `os.tmpdir()`
 
 from __future__ import annotations
 
+import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
 
 from unified import ExecuteParams, execute
-from unified._adapters.gemini_cli._launch import TEMP_FOLDER
-from unified._binary.environment import cache_folder
+from unified._adapters.gemini_cli._error_reports import TEMP_FOLDER
+from unified._binary.environment import cache_folder, private_cache_folder
 from unified.events import ErrorEvent, UnifiedEvent
 from unified.testing import FakeGemini, Fault, ModelTurn
 from unified.testing._fake_gemini import CLI_MODEL
@@ -60,3 +62,17 @@ async def test_a_temp_dir_the_env_option_names_wins(workspace: Path, tmp_path: P
     mine.mkdir(mode=0o700)
     await _failed_run(workspace, {"TMPDIR": str(mine)})
     assert _reports(mine)
+
+
+async def test_a_run_sweeps_the_reports_of_before_and_keeps_its_own(workspace: Path) -> None:
+    """Bad input round 26, FAILED before: the reports piled up for good (each a whole request). A week-old report
+    is removed once the CLI has started; the report of this run's error is kept."""
+    private = private_cache_folder(TEMP_FOLDER)
+    old = private / "gemini-client-error-Turn.run-sendMessageStream-2026-01-01T00-00-00-000Z.json"
+    old.write_text('{"context": "an old conversation"}')
+    then = time.time() - 8 * 24 * 3600
+    os.utime(old, (then, then))
+    events = await _failed_run(workspace, {})
+    assert [e.code for e in events if isinstance(e, ErrorEvent)] == ["bad_request"]
+    assert not old.exists()
+    assert any(SAID in report.read_text() for report in _reports(private))

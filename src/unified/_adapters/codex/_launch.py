@@ -47,6 +47,7 @@ from unified._binary.process import AgentSubprocess
 from unified._files import (
     FileTooLarge,
     current_directory,
+    expand_user,
     make_folder,
     open_regular,
     read_regular,
@@ -216,18 +217,29 @@ def codex_home(options: CodexOptions, env: Mapping[str, str]) -> Path:
     if options.codex_home is not None:
         return options.codex_home.expanduser().resolve()
     if env.get("UNIFIED_CODEX_HOME"):
-        return Path(env["UNIFIED_CODEX_HOME"]).expanduser().resolve()
+        return _folder_of(env, "UNIFIED_CODEX_HOME").resolve()
     data = env.get("UNIFIED_DATA_DIR")
-    base = Path(data).expanduser() if data else Path(platformdirs.user_data_dir("unified", appauthor=False))
+    base = _folder_of(env, "UNIFIED_DATA_DIR") if data else Path(platformdirs.user_data_dir("unified", appauthor=False))
     if not base.is_absolute():  # relative to a current directory that may be gone: said so (round 24)
         base = current_directory() / base
     return (base / "codex-home").resolve()
 
 
+def _folder_of(env: Mapping[str, str], name: str) -> Path:
+    """The folder the variable `name` of `env` names, `~` expanded; a `ConfigurationError` naming the variable when
+    it names an unknown user's home (`~nobody/x`: "unexpected RuntimeError ... (a bug in unified)", round 26)."""
+    try:
+        return expand_user(env[name])
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"{name} {env[name]!r} names no folder here: {exc}", hint=f"set {name} to an absolute directory"
+        ) from None
+
+
 def user_codex_home(env: Mapping[str, str]) -> Path:
     """The user's own Codex home (`CODEX_HOME`, else `~/.codex`): only ever read, for a ChatGPT login."""
     if env.get("CODEX_HOME"):
-        return Path(env["CODEX_HOME"]).expanduser()
+        return _folder_of(env, "CODEX_HOME")
     return Path(env.get("HOME") or Path.home()) / ".codex"
 
 

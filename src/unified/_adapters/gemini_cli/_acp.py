@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 
+from unified._adapters.gemini_cli._error_reports import sweep_error_reports
 from unified._adapters.gemini_cli._outcome import error_from_exit
 from unified._adapters.gemini_cli._retry_watch import DebugLog, debug_log_env, sweep_debug_logs
 from unified._binary.jsonrpc import ConnectionClosed, JsonRpcConnection, Message, RpcError, as_dict, stream_ended
@@ -88,6 +89,7 @@ async def connect(start: ProcessStarter, argv: Sequence[str], cwd: Path, env: Ma
     connection = AcpConnection(process, log)
     try:
         sweep_debug_logs(keep=log.path.name)  # while node starts, before it can read `initialize`
+        sweep_error_reports()
         with anyio.fail_after(INITIALIZE_TIMEOUT_S):
             info = await connection.request("initialize", initialize_params())
     except TimeoutError:

@@ -53,6 +53,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from unified._adapters.gemini_cli._chat_files import gemini_home
+from unified._adapters.gemini_cli._error_reports import TEMP_FOLDER
 from unified._adapters.gemini_cli._options import GeminiCliOptions
 from unified._adapters.gemini_cli._outcome import TRUST_ADVICE
 from unified._adapters.gemini_cli._user_agents import own_subagents
@@ -168,11 +169,6 @@ redaction (on, `_OVERRIDES`) already drops every variable named like a key, toke
 every value shaped like a Google API key from the environment of the commands its shell tool (and its
 hooks) run; naming the credentials keeps them out even if a machine's `allowed` names one
 (docs/backends/gemini-cli.md, "Keys and the model's commands")."""
-
-
-TEMP_FOLDER = "gemini-cli-tmp"
-"""The CLI's `TMPDIR` (unless the backend's `env` option names one): a folder of unified's cache only its user can
-read (`private_cache_folder`), for the CLI's error reports, which hold the request, and its shell tool's temp files."""
 
 
 def gemini_file(stem: str, suffix: str, text: str) -> Path:

@@ -269,7 +269,7 @@ def error_from_result(error: dict[str, Any], exit_code: int | None) -> UnifiedEr
     return BackendError(
         text,
         hint="see the message; `gemini-client-error-*.json` in the CLI's temp dir (unified's cache folder "
-        "`gemini-cli-tmp`) has the request",
+        "`gemini-cli-tmp`, where the newest 20 of the last week are kept) has the request",
         details=details,
     )
 

@@ -69,7 +69,9 @@ with nothing")."""
 
 
 def prompt_blocks(params: ExecuteParams) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": params.prompt}]
+    """The prompt's ACP content blocks: its text (none when a prompt of images only has none: the CLI sent the empty
+    text part on, which the Gemini API refuses), then its images."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": params.prompt}] if params.prompt else []
     for image in params.images:
         blocks.append({"type": "image", "mimeType": image.mime_type, "data": base64.b64encode(image.data).decode()})
     return blocks

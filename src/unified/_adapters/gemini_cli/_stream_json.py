@@ -43,6 +43,7 @@ import anyio
 
 from unified._adapters.gemini_cli._chat_files import ChatFiles, ResumeGuard, gemini_home
 from unified._adapters.gemini_cli._chat_records import ChatRecords, tool_response
+from unified._adapters.gemini_cli._error_reports import sweep_error_reports
 from unified._adapters.gemini_cli._launch import Launch, start_gemini
 from unified._adapters.gemini_cli._outcome import DEFAULT_BASE_URL, error_from_exit, error_from_result
 from unified._adapters.gemini_cli._relocate import SESSION_ID, session_lease
@@ -374,6 +375,7 @@ async def run_stream_json(launch: Launch, ctx: RunContext, cwd: Path) -> RunOutc
 
     try:
         sweep_debug_logs(keep=log.path.name)
+        sweep_error_reports()
         home = gemini_home(launch.env)
         translator = StreamJsonTranslator(
             cwd=str(cwd), resumed=guard is not None, capabilities=snapshot(STREAM_JSON_COLUMN)

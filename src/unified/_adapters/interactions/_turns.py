@@ -312,7 +312,9 @@ class InteractionsTurns:
         return end
 
     def _prompt_content(self) -> list[dict[str, Any]]:
-        content: list[dict[str, Any]] = [{"type": "text", "text": self.params.prompt}]
+        """The prompt's content: its text (none when a prompt of images only has none, as generate-content sends
+        it: an empty text was sent), then its images."""
+        content: list[dict[str, Any]] = [{"type": "text", "text": self.params.prompt}] if self.params.prompt else []
         for image in self.params.images:
             data = base64.b64encode(image.data).decode("ascii")
             content.append({"type": "image", "data": data, "mime_type": image.mime_type})
