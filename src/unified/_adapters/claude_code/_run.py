@@ -259,6 +259,8 @@ class ClaudeRun:
                             f"the claude CLI refused initialize: {answer[1].get('error')}", code="backend_error"
                         )
                     return early
+                if message.get("type") == "control_response":
+                    raise _answered_under_another_id(message, request_id)
                 if message.get("type") == "result":  # the CLI failed at start (e.g. a --resume it cannot find)
                     raise error_from_result(message, self.launch.env.get("ANTHROPIC_BASE_URL"))
                 if len(early) == MAX_EARLY_LINES:
@@ -644,4 +646,24 @@ async def _odd_request_id(
         retryable=True,
         hint="retry; if it happens again, update the claude CLI (`claude update`) or report it with the output "
         "of `claude --version`",
+    )
+
+
+def _answered_under_another_id(message: Mapping[str, Any], request_id: str) -> BackendError:
+    """The error of a `control_response` that came before the answer to our `initialize` (`request_id`) and is not
+    it: before that answer, `initialize` is the only request of ours, so this is its answer under an id that names
+    nothing (mangled, a number, missing). Its own id would never come, and the run waited for it the whole
+    `INITIALIZE_TIMEOUT_S` (120 s) before saying the CLI "did not answer"."""
+    response = message.get("response")
+    named = response.get("request_id") if isinstance(response, dict) else None
+    what = f"request_id {clip(repr(named), 80, more='…')}" if named is not None else "no request_id"
+    said = ""
+    if isinstance(response, dict) and response.get("subtype") == "error":
+        said = f"; it says: {clip(str(response.get('error')), 300)}"
+    return BackendError(
+        f"the claude CLI answered initialize under {what}, not {request_id!r}, the only request unified had sent"
+        f"{said}; the run was ended instead of waiting {INITIALIZE_TIMEOUT_S:g} s for an answer that will not come",
+        retryable=True,
+        hint="retry; if it happens again, update the claude CLI (`claude update`) or report it with the output of "
+        "`claude --version`",
     )

@@ -1,0 +1,70 @@
+"""Bad input round 27, claude-code (the control protocol played by a fake CLI): `initialize` answered under an id
+that is not the one unified sent (mangled, a number, missing). Before its answer `initialize` is the only request of
+unified's, so such an answer is it; the run waited the whole `INITIALIZE_TIMEOUT_S` (120 s) for the right id, then
+said the CLI "did not answer"."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from unified import EventStream
+from unified.events import ErrorEvent
+from unified.testing import FakeAgentProcess
+from unified.types import ExecuteParams
+
+pytestmark = pytest.mark.anyio
+
+
+def _answering_under(request_id: object, subtype: str = "success") -> Any:
+    def start(argv: Sequence[str], cwd: Path, env: Any) -> FakeAgentProcess:
+        def handle(line: str) -> list[str]:
+            message = json.loads(line)
+            if message.get("type") != "control_request":
+                return []
+            response: dict[str, Any] = {"subtype": subtype, "response": {}, "error": "no such session"}
+            if request_id != "absent":
+                response["request_id"] = request_id
+            return [json.dumps({"type": "control_response", "response": response})]
+
+        return FakeAgentProcess(handle, argv=argv, env=env)
+
+    return start
+
+
+@pytest.mark.parametrize(
+    ("request_id", "named"),
+    [("req_1", "request_id 'req_1'"), (1, "request_id 1"), (None, "no request_id"), ("absent", "no request_id")],
+    ids=["mangled", "a-number", "null", "absent"],
+)
+async def test_initialize_answered_under_another_id_ends_the_run_at_once(
+    tmp_path: Path, request_id: object, named: str
+) -> None:
+    """FAILED before: no error within the 5 s given here (the run waited 120 s for the right id)."""
+    start = _answering_under(request_id)
+    params = ExecuteParams(prompt="go", backend="claude-code", cwd=tmp_path, backend_options={"start_process": start})
+    with anyio.fail_after(5):
+        async with EventStream(params, strict=True) as stream:
+            events = [event async for event in stream]
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert (error.code, error.retryable) == ("backend_error", True)
+    assert f"the claude CLI answered initialize under {named}, not 'req_1_" in error.message
+    assert "the only request unified had sent" in error.message
+    assert "update the claude CLI (`claude update`)" in error.message  # the hint
+    assert events[-1].type == "result"
+
+
+async def test_an_error_answer_under_another_id_says_what_the_cli_said(tmp_path: Path) -> None:
+    """FAILED before, as above; the CLI's words are the reason a user can act on."""
+    start = _answering_under("req_9", subtype="error")
+    params = ExecuteParams(prompt="go", backend="claude-code", cwd=tmp_path, backend_options={"start_process": start})
+    with anyio.fail_after(5):
+        async with EventStream(params, strict=True) as stream:
+            events = [event async for event in stream]
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert "; it says: no such session;" in error.message
