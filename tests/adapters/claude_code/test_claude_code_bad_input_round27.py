@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from unified import EventStream
-from unified.events import ErrorEvent
+from unified.events import ErrorEvent, WarningEvent
 from unified.testing import FakeAgentProcess
 from unified.types import ExecuteParams
 
@@ -68,3 +68,18 @@ async def test_an_error_answer_under_another_id_says_what_the_cli_said(tmp_path:
             events = [event async for event in stream]
     [error] = [e for e in events if isinstance(e, ErrorEvent)]
     assert "; it says: no such session;" in error.message
+
+
+async def test_an_init_naming_another_session_mid_run_is_warned_of(tmp_path: Path) -> None:
+    """FAILED before (no warning): the CLI said it went on in session "other", the run reported its own session as if
+    nothing had happened, and a resume of it would have gone on without what followed. The same id again is the
+    ordinary repeat of later turns: no warning."""
+    from tests.adapters.claude_code.test_claude_code_run import init, result, run
+
+    other = {**init(), "session_id": "other"}
+    events, _ = await run(tmp_path, [[init(), init(), other, other, result()]])
+    warnings = [e for e in events if isinstance(e, WarningEvent)]
+    assert [w.code for w in warnings] == ["malformed_line"]
+    assert "the claude CLI's system/init names session 'other' after it named 'x'" in warnings[0].message
+    assert "what follows is saved under 'other'" in warnings[0].message
+    assert events[-1].type == "result"

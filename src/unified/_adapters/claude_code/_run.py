@@ -182,6 +182,8 @@ class ClaudeRun:
         """Our `mcp_status` requests not answered yet, by id: the servers each answer is read for (`_mcp_looked`)."""
         self.mcp_unsaid: dict[str, str] = {}
         """The run's servers `init` listed as failed (name -> the CLI's status), until a warning named each."""
+        self.init_sessions: list[str] = []
+        """The session ids the run's `init`s named, each once, in order (`_init_session`)."""
 
     async def run(
         self,
@@ -303,8 +305,10 @@ class ClaudeRun:
                 continue
             if kind == "system" and message.get("subtype") == "status":
                 self.requesting = message.get("status") == "requesting"
-            if kind == "system" and message.get("subtype") == "init" and not self.mcp_seen:
-                await self._plan_mcp_look(message)
+            if kind == "system" and message.get("subtype") == "init":
+                await self._init_session(message.get("session_id"))
+                if not self.mcp_seen:
+                    await self._plan_mcp_look(message)
             for item in self.translator.line(message):
                 outcome = await self._item(item, message)
                 if outcome is not None:
@@ -338,6 +342,23 @@ class ClaudeRun:
         )
         await self._interrupt()
         raise error
+
+    async def _init_session(self, session: object) -> None:
+        """A warning when an `init` names a session other than the run's first `init` did: the CLI went on in
+        another session (its turns from then on are saved under that id), while the run reports the first, so a
+        resume of it would go on without them. Later `init`s repeat the first's id; another was read past unsaid."""
+        if not isinstance(session, str) or session in self.init_sessions:
+            return
+        self.init_sessions.append(session)
+        if len(self.init_sessions) == 1:
+            return
+        first, now = (clip(repr(s), 80, more="…") for s in (self.init_sessions[0], session))
+        await self._warn(
+            "malformed_line",
+            f"the claude CLI's system/init names session {now} after it named {first}: the CLI went on in another "
+            f"session, and what follows is saved under {now}, not the session this run reports; resume the reported "
+            "session only for the conversation before it, and report it with the output of `claude --version`",
+        )
 
     async def _plan_mcp_look(self, init: Mapping[str, Any]) -> None:
         """Look at the run's MCP servers `init` lists as not up, or up without a tool in its `tools`: those at once
