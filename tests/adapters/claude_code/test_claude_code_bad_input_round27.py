@@ -83,3 +83,19 @@ async def test_an_init_naming_another_session_mid_run_is_warned_of(tmp_path: Pat
     assert "the claude CLI's system/init names session 'other' after it named 'x'" in warnings[0].message
     assert "what follows is saved under 'other'" in warnings[0].message
     assert events[-1].type == "result"
+
+
+async def test_a_spare_read_up_to_its_initialize_answer_stops_at_one_under_another_id(tmp_path: Path) -> None:
+    """FAILED before (no return within 5 s): a spare's wait for its `initialize` answer (`ClaudeSpare.initialized`)
+    read past an answer under another id and on for as long as the CLI ran. Now it stops there, and the run that
+    takes the spare refuses that answer (above)."""
+    from unified._adapters.claude_code._control import ClaudeConnection
+
+    process = _answering_under("req_1")((), tmp_path, {})
+    connection = ClaudeConnection(process, "s")
+    await connection.initialize(forward_subagent_text=False)
+    with anyio.fail_after(5):
+        await connection.read_ahead()
+    answer = await connection.receive()
+    assert isinstance(answer, dict)
+    assert answer["response"]["request_id"] == "req_1"
