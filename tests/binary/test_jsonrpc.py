@@ -405,3 +405,22 @@ async def test_an_array_that_is_no_batch_is_still_a_line_problem(line: str) -> N
     problem = await connection.receive(inbox)
     assert isinstance(problem, LineProblem)
     assert "ignored a line from the agent" in problem.text
+
+
+async def test_an_answer_with_neither_result_nor_error_is_an_error_not_an_empty_success() -> None:
+    """Bad input round 27. FAILED before: `{"id": 1}` was read as the result `{}`: a request the agent did not
+    answer (Codex's `initialize`, ACP's `session/set_mode`) passed for one that succeeded and said nothing."""
+    connection = JsonRpcConnection(
+        FakeAgentProcess(lambda line: [json.dumps({"id": json.loads(line)["id"]})]), jsonrpc_field=False
+    )
+    with pytest.raises(RpcError) as failed:
+        await connection.request("initialize", {})
+    assert str(failed.value) == (
+        "initialize failed (0): an answer with neither a result nor an error (a JSON-RPC protocol error)"
+    )
+
+
+async def test_an_answer_with_a_null_result_is_still_an_empty_success() -> None:
+    """Pin: `result: null` is a result (JSON-RPC's answer to a method that returns nothing)."""
+    connection = JsonRpcConnection(FakeAgentProcess(lambda line: [json.dumps({"id": 1, "result": None})]))
+    assert await connection.request("session/cancel", {}) == {}

@@ -27,11 +27,16 @@ HEAD_CHARS = 512
 """How much of an unreadable line is kept (`MalformedLine.head`)."""
 QUOTE_CHARS = 200
 """How much of a line that is not a JSON object `parse_object` quotes."""
+_BOM = b"\xef\xbb\xbf"
+"""UTF-8's byte order mark: a line of it alone (and blanks) is blank. A binary or launcher writing "UTF-8 with BOM"
+can put one on an otherwise empty line, and each became a `malformed_line` warning quoting a character no terminal
+shows ("not JSON: '\\ufeff'")."""
 
 
 class LineFramer:
-    """Splits a byte stream into text lines; blank lines are skipped, an unfinished last line is kept
-    for the next `feed` (and at the end of the stream, a process that ended mid-line, told by `end`)."""
+    """Splits a byte stream into text lines; blank lines (a byte order mark alone among them) are skipped, an
+    unfinished last line is kept for the next `feed` (and at the end of the stream, a process that ended mid-line,
+    told by `end`)."""
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = MAX_LINE_BYTES if limit is None else limit
@@ -66,7 +71,7 @@ class LineFramer:
                 yield MalformedLine(f"over the {self.limit}-byte cap", self._skipping, head)
                 self._skipping = 0
                 self._head = b""
-            elif self._buffer.strip():
+            elif (content := self._buffer.strip()) and content != _BOM:
                 try:
                     yield self._buffer.decode("utf-8").rstrip("\r")
                 except UnicodeDecodeError as exc:  # with its head: an answer to a request fails that request now
@@ -83,7 +88,7 @@ class LineFramer:
         self._skipping = 0
         self._head = b""
         self._buffer.clear()
-        if not head.strip():
+        if head.strip() in (b"", _BOM):
             return None
         return MalformedLine(CUT_OFF, size, head.decode("utf-8", "replace"))
 

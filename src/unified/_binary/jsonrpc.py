@@ -268,6 +268,10 @@ class JsonRpcConnection:
             raise RpcError(
                 method, {"message": f"an error that is {json_type(error)}, not a JSON-RPC error object{said}"}
             )
+        if "result" not in answer:  # read as an empty result, it passed for a success that said nothing
+            raise RpcError(
+                method, {"message": "an answer with neither a result nor an error (a JSON-RPC protocol error)"}
+            )
         return as_dict(answer.get("result"))
 
     # --- receiving ------------------------------------------------------------------------------

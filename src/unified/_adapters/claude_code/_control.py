@@ -154,16 +154,15 @@ class ClaudeConnection:
             return self._ahead.popleft()
         return await self._read()
 
-    async def read_ahead(self, request_id: str) -> None:
-        """Read up to the answer to our request `request_id` (or the end of output), keeping every line
-        for `receive`: a spare's `initialize` seen answered before a run takes it."""
+    async def read_ahead(self) -> None:
+        """Read up to the answer to our `initialize`, our only request (or the end of output), keeping every line
+        for `receive`: a spare's `initialize` seen answered before a run takes it. Any `control_response` is that
+        answer: one under another id (which the run refuses, `_run._answered_under_another_id`) was read past, and
+        the read went on for as long as the CLI ran."""
         while True:
             message = await self._read()
             self._ahead.append(message)
-            if message is None:
-                return
-            answer = control_response_of(message) if isinstance(message, dict) else None
-            if answer is not None and answer[0] == request_id:
+            if message is None or (isinstance(message, dict) and message.get("type") == "control_response"):
                 return
 
     async def _read(self) -> Message | LineProblem | None:

@@ -182,6 +182,8 @@ class ClaudeRun:
         """Our `mcp_status` requests not answered yet, by id: the servers each answer is read for (`_mcp_looked`)."""
         self.mcp_unsaid: dict[str, str] = {}
         """The run's servers `init` listed as failed (name -> the CLI's status), until a warning named each."""
+        self.init_sessions: list[str] = []
+        """The session ids the run's `init`s named, each once, in order (`_init_session`)."""
 
     async def run(
         self,
@@ -259,6 +261,8 @@ class ClaudeRun:
                             f"the claude CLI refused initialize: {answer[1].get('error')}", code="backend_error"
                         )
                     return early
+                if message.get("type") == "control_response":
+                    raise _answered_under_another_id(message, request_id)
                 if message.get("type") == "result":  # the CLI failed at start (e.g. a --resume it cannot find)
                     raise error_from_result(message, self.launch.env.get("ANTHROPIC_BASE_URL"))
                 if len(early) == MAX_EARLY_LINES:
@@ -301,8 +305,10 @@ class ClaudeRun:
                 continue
             if kind == "system" and message.get("subtype") == "status":
                 self.requesting = message.get("status") == "requesting"
-            if kind == "system" and message.get("subtype") == "init" and not self.mcp_seen:
-                await self._plan_mcp_look(message)
+            if kind == "system" and message.get("subtype") == "init":
+                await self._init_session(message.get("session_id"))
+                if not self.mcp_seen:
+                    await self._plan_mcp_look(message)
             for item in self.translator.line(message):
                 outcome = await self._item(item, message)
                 if outcome is not None:
@@ -336,6 +342,23 @@ class ClaudeRun:
         )
         await self._interrupt()
         raise error
+
+    async def _init_session(self, session: object) -> None:
+        """A warning when an `init` names a session other than the run's first `init` did: the CLI went on in
+        another session (its turns from then on are saved under that id), while the run reports the first, so a
+        resume of it would go on without them. Later `init`s repeat the first's id; another was read past unsaid."""
+        if not isinstance(session, str) or session in self.init_sessions:
+            return
+        self.init_sessions.append(session)
+        if len(self.init_sessions) == 1:
+            return
+        first, now = (clip(repr(s), 80, more="…") for s in (self.init_sessions[0], session))
+        await self._warn(
+            "malformed_line",
+            f"the claude CLI's system/init names session {now} after it named {first}: the CLI went on in another "
+            f"session, and what follows is saved under {now}, not the session this run reports; resume the reported "
+            "session only for the conversation before it, and report it with the output of `claude --version`",
+        )
 
     async def _plan_mcp_look(self, init: Mapping[str, Any]) -> None:
         """Look at the run's MCP servers `init` lists as not up, or up without a tool in its `tools`: those at once
@@ -644,4 +667,24 @@ async def _odd_request_id(
         retryable=True,
         hint="retry; if it happens again, update the claude CLI (`claude update`) or report it with the output "
         "of `claude --version`",
+    )
+
+
+def _answered_under_another_id(message: Mapping[str, Any], request_id: str) -> BackendError:
+    """The error of a `control_response` that came before the answer to our `initialize` (`request_id`) and is not
+    it: before that answer, `initialize` is the only request of ours, so this is its answer under an id that names
+    nothing (mangled, a number, missing). Its own id would never come, and the run waited for it the whole
+    `INITIALIZE_TIMEOUT_S` (120 s) before saying the CLI "did not answer"."""
+    response = message.get("response")
+    named = response.get("request_id") if isinstance(response, dict) else None
+    what = f"request_id {clip(repr(named), 80, more='…')}" if named is not None else "no request_id"
+    said = ""
+    if isinstance(response, dict) and response.get("subtype") == "error":
+        said = f"; it says: {clip(str(response.get('error')), 300)}"
+    return BackendError(
+        f"the claude CLI answered initialize under {what}, not {request_id!r}, the only request unified had sent"
+        f"{said}; the run was ended instead of waiting {INITIALIZE_TIMEOUT_S:g} s for an answer that will not come",
+        retryable=True,
+        hint="retry; if it happens again, update the claude CLI (`claude update`) or report it with the output of "
+        "`claude --version`",
     )

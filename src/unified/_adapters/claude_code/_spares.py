@@ -66,7 +66,7 @@ class ClaudeSpare:
         such wait. It reads the process: call it on the loop that will take the spare, or on one that
         has finished by then (an asyncio loop still running keeps its watch of the pipes)."""
         if not self._ready:
-            await self.connection.read_ahead(self.initialize_id)
+            await self.connection.read_ahead()
             self._ready = True
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 
 import anyio
 
-from unified._binary.jsonrpc import Inbox, JsonRpcConnection, Message, RpcError, as_dict
+from unified._binary.jsonrpc import Inbox, JsonRpcConnection, Message, RpcError, as_dict, reject_request
 from unified._binary.pool import DEFAULT_IDLE_TTL, DEFAULT_SIZE, ProcessWide, WarmPool
 from unified._binary.proctable import Process, descendants
 from unified._binary.strays import end_all, find_marked
@@ -132,7 +132,11 @@ class CodexConnection(JsonRpcConnection):
                     closing.add(thread)  # its last subscriber: Codex unloads it now
             while closing:
                 message = await self.receive(inbox)
-                if isinstance(message, dict) and message.get("method") == "thread/closed":
+                if not isinstance(message, dict):
+                    continue
+                if "id" in message and "method" in message:  # a request of the ending thread's: never left pending
+                    await reject_request(self, message)  # (Codex waited on it, and the warm process was lost)
+                elif message.get("method") == "thread/closed":
                     closing.discard(thread_of(message) or "")
 
         try:
