@@ -11,13 +11,19 @@ folder (the CLI reads neither), and the folders above a workspace outside any re
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from unified._adapters.gemini_cli import _workspace_settings
-from unified._adapters.gemini_cli._workspace_settings import FolderTrust, memory_file_refusal, memory_names
+from unified._adapters.gemini_cli._workspace_settings import (
+    FolderTrust,
+    env_file_refusal,
+    memory_file_refusal,
+    memory_names,
+)
 
 
 @pytest.fixture
@@ -87,3 +93,47 @@ def test_the_names_are_every_settings_context_file_names(ws: Path, tmp_path: Pat
     assert names == ("agents.md", "gemini.md", "user.md")
     (ws / "AGENTS.md").symlink_to(tmp_path / "secret.md")
     assert (_refused(ws, *names) or "").startswith(f"{ws / 'AGENTS.md'} is a link to")
+
+
+def _folder(tmp_path: Path, dotenv: str, *, trusted: bool, **env: str) -> FolderTrust:
+    """A workspace whose `.env` is `dotenv`, in a home whose folder trust is off (`trusted`) or on."""
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True, exist_ok=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps({"security": {"folderTrust": {"enabled": not trusted}}}))
+    ws = tmp_path / "repo"
+    ws.mkdir(exist_ok=True)
+    (ws / ".env").write_text(dotenv)
+    return FolderTrust(ws.resolve(), {"GEMINI_API_KEY": "k", **env}, home, tmp_path / "none.json")
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+@pytest.mark.parametrize(
+    "dotenv",
+    [
+        "GOOGLE_CLOUD_LOCATION=evil.example/x?\n",
+        "PORT=1\nexport GOOGLE_CLOUD_LOCATION: 'a@evil.example#'\n",
+        'GOOGLE_CLOUD_LOCATION="evil.example/\nx"\n',
+    ],
+)
+def test_a_dotenv_location_that_moves_the_vertex_host_is_refused(tmp_path: Path, dotenv: str, trusted: bool) -> None:
+    """SUCCEEDED before (untrusted, a run that gives its key: the file was not even read): 0.61 takes the location
+    from a `.env` in any folder and builds `https://${location}-aiplatform.googleapis.com/`, another host here."""
+    folder = _folder(tmp_path, dotenv, trusted=trusted)
+    assert folder.trusted is trusted
+    refusal = env_file_refusal(folder)
+    assert refusal is not None
+    assert refusal[0].startswith(f"{folder.cwd / '.env'} sets GOOGLE_CLOUD_LOCATION to no region name")
+
+
+@pytest.mark.parametrize(
+    "dotenv", ["GOOGLE_CLOUD_LOCATION=us-central1\n", 'GOOGLE_CLOUD_LOCATION="global" # the region\n', "X=a/b\n"]
+)
+def test_a_dotenv_region_name_is_not_refused(tmp_path: Path, dotenv: str) -> None:
+    """Held: an application's own region (or any other variable) in an untrusted folder's `.env`."""
+    assert env_file_refusal(_folder(tmp_path, dotenv, trusted=False)) is None
+
+
+def test_a_location_the_run_sets_is_not_refused(tmp_path: Path) -> None:
+    """Held: the file never replaces a variable set for the run."""
+    folder = _folder(tmp_path, "GOOGLE_CLOUD_LOCATION=evil/\n", trusted=False, GOOGLE_CLOUD_LOCATION="us-east1")
+    assert env_file_refusal(folder) is None

@@ -246,6 +246,30 @@ def _env_file(cwd: Path, home: Path, trusted: bool) -> Path | None:
     return None
 
 
+LOCATION = "GOOGLE_CLOUD_LOCATION"
+"""The Vertex AI region, which 0.61 takes from a `.env` even in a folder it does not trust and puts in its endpoint's
+host name: `https://${location}-aiplatform.googleapis.com/` (the bundled SDK's `baseUrlFromProjectLocation`)."""
+_REGION = re.compile(r"[A-Za-z0-9-]*")
+"""A value of `LOCATION` that stays in the host name it is put in (a region: `us-central1`, `global`)."""
+
+
+def _moved_location(text: str) -> bool:
+    """Whether the dotenv `text` (its line breaks `\\n`) sets `LOCATION` to anything but a `_REGION`, read
+    over-inclusively: each assignment's rest of the line, unquoted (a quote not closed there: moved) or cut at a `#`."""
+    for match in _ASSIGNMENT.finditer(text):
+        if match.group(1) != LOCATION:
+            continue
+        value = text[match.end() :].split("\n", 1)[0].strip()
+        if value[:1] in ("'", '"', "`"):
+            end = value.find(value[0], 1)
+            value = value[1:end] if end > 0 else "/"
+        else:
+            value = value.split("#", 1)[0].strip()
+        if not _REGION.fullmatch(value):
+            return True
+    return False
+
+
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS")
 """The credentials the CLI authenticates with (`_launch.CREDENTIAL_ENV`): a workspace's `.env` must not supply them
 to a run that gives none, or the run would go to the repository's account."""
@@ -280,30 +304,41 @@ def env_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
     keys and the Google Cloud project and location), so a repository's `GOOGLE_GEMINI_BASE_URL` would receive the
     run's requests and its key (measured: FakeGemini named there got them), its `BASH_ENV` would run with every command
     the model runs, and its `GEMINI_API_KEY` would run a keyless run on the repository's account (measured: FakeGemini
-    got the repository's key, trusted folder or not). A run that gives a key keeps it (the file never replaces a
-    variable set), so a `.env` holding an application's own `GOOGLE_API_KEY` is no matter then. The file is read as
+    got the repository's key, trusted folder or not); in any folder, `LOCATION` set to no region name would move a
+    Vertex AI run's host (round 42, read from the bundled SDK). A run that gives a key keeps it (the file never
+    replaces a variable set), so a `.env` holding an application's own `GOOGLE_API_KEY` is no matter then. The file is read as
     dotenv reads it (`_LINE_BREAK`, `_ASSIGNMENT`). Unsure (a file too large or unreadable): refused. The refusal's
     message and hint."""
     keyless = not any(folder.env.get(name) for name in KEY_VARIABLES)
     path = folder.env_file  # the file the CLI loads where it trusts the folder
-    if path is None or not (keyless or folder.trusted):  # a file system look only when there is one
+    if path is None:  # a file system look only when there is one
         return None
     if not folder.trusted:
         path = folder.untrusted_env_file  # an untrusted folder's `.gemini/.env` is not read
         if path is None:
             return None
-    watched = (KEY_VARIABLES if keyless else ()) if folder.trusted else UNTRUSTED_KEYS
+    watched = (KEY_VARIABLES if folder.trusted else UNTRUSTED_KEYS) if keyless else ()
+    region = () if LOCATION in folder.env else (LOCATION,)
     try:
         text = read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8", "replace")
     except OSError as exc:
         if exc.errno == errno.EISDIR:  # a virtual environment named `.env`: the CLI stops there and loads nothing
             return None
         fact = f"{path} cannot be read ({exc.strerror or exc})"
-        found = list(watched + ENDPOINT_VARIABLES) if folder.trusted else list(watched)
+        found = list(watched + ENDPOINT_VARIABLES + region) if folder.trusted else list(watched + region)
     else:
-        keys = _ASSIGNMENT.findall(_LINE_BREAK.sub("\n", text))
+        text = _LINE_BREAK.sub("\n", text)
+        keys = _ASSIGNMENT.findall(text)
         found = sorted({m for m in keys if (m in watched or (folder.trusted and _acts(m))) and m not in folder.env})
         fact = f"{path} sets {', '.join(found)}"
+        if region and not found and _moved_location(text):
+            return (
+                f"{path} sets {LOCATION} to no region name: the gemini CLI takes it from that file in any folder, "
+                "trusted or not, and with Vertex AI sends the run's requests and credentials to "
+                f"https://<{LOCATION}>-aiplatform.googleapis.com/, which such a value (a '/', '?', '#' or '@' in it) "
+                "puts on another host",
+                f"set {LOCATION} for the run yourself (the env option), or put a region name (us-central1) there",
+            )
     if not found:
         return None
     untrust = (
