@@ -306,9 +306,9 @@ def env_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
     the model runs, and its `GEMINI_API_KEY` would run a keyless run on the repository's account (measured: FakeGemini
     got the repository's key, trusted folder or not); in any folder, `LOCATION` set to no region name would move a
     Vertex AI run's host (round 42, read from the bundled SDK). A run that gives a key keeps it (the file never
-    replaces a variable set), so a `.env` holding an application's own `GOOGLE_API_KEY` is no matter then. The file is read as
-    dotenv reads it (`_LINE_BREAK`, `_ASSIGNMENT`). Unsure (a file too large or unreadable): refused. The refusal's
-    message and hint."""
+    replaces a variable set), so a `.env` holding an application's own `GOOGLE_API_KEY` is no matter then. The file
+    is read as dotenv reads it (`_LINE_BREAK`, `_ASSIGNMENT`). Unsure (a file too large or unreadable): refused. The
+    refusal's message and hint."""
     keyless = not any(folder.env.get(name) for name in KEY_VARIABLES)
     path = folder.env_file  # the file the CLI loads where it trusts the folder
     if path is None:  # a file system look only when there is one
