@@ -34,6 +34,7 @@ from unified._adapters.gemini_cli._relocate import check_session_id, gather, ses
 from unified._adapters.gemini_cli._run import AcpRun
 from unified._adapters.gemini_cli._shared_sessions import shared_files
 from unified._adapters.gemini_cli._stream_json import run_stream_json
+from unified._adapters.gemini_cli._workspace_settings import memory_file_refusal
 from unified._binary.environment import cache_folder
 from unified._binary.pool import pool_key
 from unified._binary.shared import run_binary
@@ -183,6 +184,11 @@ class GeminiCliBackend:
             roots = [where, *self.launch.include_directories]
             aliases = await anyio.to_thread.run_sync(credential_aliases, roots)
             self.launch = replace(self.launch, credential_aliases=None if aliases is None else tuple(aliases))
+        if self.launch.memory_names is not None:  # a folder the CLI trusts: it reads the memory files there
+            roots = [where, *self.launch.include_directories]
+            refusal = await anyio.to_thread.run_sync(memory_file_refusal, roots, self.launch.memory_names)
+            if refusal is not None:
+                raise ConfigurationError(refusal[0], hint=refusal[1])
         if self.options.hide_host_environment:  # before the CLI (a warm one too) starts, on either transport
             hide_host_environment()
         if self.options.transport == "stream-json":

@@ -60,6 +60,7 @@ from unified._adapters.gemini_cli._user_agents import own_subagents
 from unified._adapters.gemini_cli._workspace_settings import (
     FolderTrust,
     env_file_refusal,
+    memory_names,
     special_file_refusal,
     workspace_refusal,
 )
@@ -335,6 +336,10 @@ class Launch:
     folder_trusted: bool = True
     """Whether the CLI trusts the run's cwd (`_workspace_settings.cli_trusts`; looked at only for a run with stdio MCP
     servers, which it starts only there)."""
+    memory_names: tuple[str, ...] | None = None
+    """The memory file names the CLI reads in the run's folders (`_workspace_settings.memory_names`), which
+    `memory_file_refusal` looks for before it starts; None where it reads none of them (a folder it does not trust) or
+    no CLI runs (a stand-in process)."""
 
     @classmethod
     def of(cls, params: ExecuteParams, options: GeminiCliOptions) -> Launch:
@@ -412,6 +417,7 @@ class Launch:
             subagents=subagents,
             max_turns=params.max_turns if options.transport == "acp" else None,  # stream-json keeps its own
             folder_trusted=not any(isinstance(s, StdioMcpServer) for s in params.mcp_servers) or folder.trusted,
+            memory_names=memory_names(folder) if options.start_process is None and folder.trusted else None,
         )
 
     def model_for(self, session_model: str | None = None) -> str:

@@ -19,17 +19,27 @@ from __future__ import annotations
 import errno
 import functools
 import json
+import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from unified._files import not_a_file, read_regular
+from unified.tools._protected import LINK_SCAN_MAX_ENTRIES, _files_under, _TooMany
 from unified.tools._shell_syntax import code_variable
 
-__all__ = ["FolderTrust", "cli_trusts", "env_file_refusal", "special_file_refusal", "workspace_refusal"]
+__all__ = [
+    "FolderTrust",
+    "cli_trusts",
+    "env_file_refusal",
+    "memory_file_refusal",
+    "memory_names",
+    "special_file_refusal",
+    "workspace_refusal",
+]
 
 UNSAFE_SETTINGS = (
     "hooks",
@@ -236,6 +246,30 @@ def _env_file(cwd: Path, home: Path, trusted: bool) -> Path | None:
     return None
 
 
+LOCATION = "GOOGLE_CLOUD_LOCATION"
+"""The Vertex AI region, which 0.61 takes from a `.env` even in a folder it does not trust and puts in its endpoint's
+host name: `https://${location}-aiplatform.googleapis.com/` (the bundled SDK's `baseUrlFromProjectLocation`)."""
+_REGION = re.compile(r"[A-Za-z0-9-]*")
+"""A value of `LOCATION` that stays in the host name it is put in (a region: `us-central1`, `global`)."""
+
+
+def _moved_location(text: str) -> bool:
+    """Whether the dotenv `text` (its line breaks `\\n`) sets `LOCATION` to anything but a `_REGION`, read
+    over-inclusively: each assignment's rest of the line, unquoted (a quote not closed there: moved) or cut at a `#`."""
+    for match in _ASSIGNMENT.finditer(text):
+        if match.group(1) != LOCATION:
+            continue
+        value = text[match.end() :].split("\n", 1)[0].strip()
+        if value[:1] in ("'", '"', "`"):
+            end = value.find(value[0], 1)
+            value = value[1:end] if end > 0 else "/"
+        else:
+            value = value.split("#", 1)[0].strip()
+        if not _REGION.fullmatch(value):
+            return True
+    return False
+
+
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS")
 """The credentials the CLI authenticates with (`_launch.CREDENTIAL_ENV`): a workspace's `.env` must not supply them
 to a run that gives none, or the run would go to the repository's account."""
@@ -270,30 +304,41 @@ def env_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
     keys and the Google Cloud project and location), so a repository's `GOOGLE_GEMINI_BASE_URL` would receive the
     run's requests and its key (measured: FakeGemini named there got them), its `BASH_ENV` would run with every command
     the model runs, and its `GEMINI_API_KEY` would run a keyless run on the repository's account (measured: FakeGemini
-    got the repository's key, trusted folder or not). A run that gives a key keeps it (the file never replaces a
-    variable set), so a `.env` holding an application's own `GOOGLE_API_KEY` is no matter then. The file is read as
-    dotenv reads it (`_LINE_BREAK`, `_ASSIGNMENT`). Unsure (a file too large or unreadable): refused. The refusal's
-    message and hint."""
+    got the repository's key, trusted folder or not); in any folder, `LOCATION` set to no region name would move a
+    Vertex AI run's host (round 42, read from the bundled SDK). A run that gives a key keeps it (the file never
+    replaces a variable set), so a `.env` holding an application's own `GOOGLE_API_KEY` is no matter then. The file
+    is read as dotenv reads it (`_LINE_BREAK`, `_ASSIGNMENT`). Unsure (a file too large or unreadable): refused. The
+    refusal's message and hint."""
     keyless = not any(folder.env.get(name) for name in KEY_VARIABLES)
     path = folder.env_file  # the file the CLI loads where it trusts the folder
-    if path is None or not (keyless or folder.trusted):  # a file system look only when there is one
+    if path is None:  # a file system look only when there is one
         return None
     if not folder.trusted:
         path = folder.untrusted_env_file  # an untrusted folder's `.gemini/.env` is not read
         if path is None:
             return None
-    watched = (KEY_VARIABLES if keyless else ()) if folder.trusted else UNTRUSTED_KEYS
+    watched = (KEY_VARIABLES if folder.trusted else UNTRUSTED_KEYS) if keyless else ()
+    region = () if LOCATION in folder.env else (LOCATION,)
     try:
         text = read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8", "replace")
     except OSError as exc:
         if exc.errno == errno.EISDIR:  # a virtual environment named `.env`: the CLI stops there and loads nothing
             return None
         fact = f"{path} cannot be read ({exc.strerror or exc})"
-        found = list(watched + ENDPOINT_VARIABLES) if folder.trusted else list(watched)
+        found = list(watched + ENDPOINT_VARIABLES + region) if folder.trusted else list(watched + region)
     else:
-        keys = _ASSIGNMENT.findall(_LINE_BREAK.sub("\n", text))
+        text = _LINE_BREAK.sub("\n", text)
+        keys = _ASSIGNMENT.findall(text)
         found = sorted({m for m in keys if (m in watched or (folder.trusted and _acts(m))) and m not in folder.env})
         fact = f"{path} sets {', '.join(found)}"
+        if region and not found and _moved_location(text):
+            return (
+                f"{path} sets {LOCATION} to no region name: the gemini CLI takes it from that file in any folder, "
+                "trusted or not, and with Vertex AI sends the run's requests and credentials to "
+                f"https://<{LOCATION}>-aiplatform.googleapis.com/, which such a value (a '/', '?', '#' or '@' in it) "
+                "puts on another host",
+                f"set {LOCATION} for the run yourself (the env option), or put a region name (us-central1) there",
+            )
     if not found:
         return None
     untrust = (
@@ -337,3 +382,80 @@ def special_file_refusal(folder: FolderTrust) -> tuple[str, str] | None:
                 "remove it, or put a regular file there",
             )
     return None
+
+
+MEMORY_FILE = "GEMINI.md"
+"""0.61's memory file name (`DEFAULT_CONTEXT_FILENAME`) where no settings name others (`context.fileName`)."""
+
+
+def memory_names(folder: FolderTrust) -> tuple[str, ...]:
+    """The memory file names the CLI may look for in `folder.cwd` (`getAllGeminiMdFilenames`), casefolded (a file
+    system that ignores case finds `gemini.md` too): `MEMORY_FILE` and each `context.fileName` of the system's, the
+    user's and the workspace's settings, all of them, wider than the one the CLI merges."""
+    names = {MEMORY_FILE.casefold()}
+    for path in (folder.system, folder.home / ".gemini" / "settings.json", folder.cwd / ".gemini" / "settings.json"):
+        names.update(
+            name.casefold() for name in _listed(_get(_settings(path), "context.fileName")) if isinstance(name, str)
+        )
+    return tuple(sorted(names))
+
+
+def _ancestors(root: Path) -> list[Path]:
+    """The folders above `root` whose memory files 0.61 reads for it (`getEnvironmentMemoryPaths`): up to the nearest
+    one that holds `.git` (`findProjectRoot`, its default `context.memoryBoundaryMarkers`), none without one."""
+    for depth, folder in enumerate((root, *root.parents)):
+        if os.path.lexists(folder / ".git"):
+            return list(root.parents)[:depth]
+    return []
+
+
+def memory_file_refusal(roots: Sequence[Path], names: Collection[str]) -> tuple[str, str] | None:
+    """Why the run must not start in a folder the CLI trusts, whose folders are `roots` (its cwd first): an entry
+    named as a memory file (`names`, `memory_names`) under a root, or in a folder above one up to its repository's
+    top (`_ancestors`), is a link to a file outside every root, or leads to a FIFO or a device. Round 42, measured
+    with 0.61: the CLI reads the workspace's `GEMINI.md` into its first request, and, when a tool reads a file in a
+    subfolder, that subfolder's (its `@` imports are held inside the project, the file itself is not): through a link
+    it sent a file from outside the run's folders to the model, on both transports, unasked. Without end, a FIFO
+    holds the CLI's start. No link to a folder is followed (its files are reached where it leads, inside a root or
+    not read). Unsure (more than `LINK_SCAN_MAX_ENTRIES` entries): refused. The refusal's message and hint.
+    Blocking: call from a worker thread."""
+    inside = [Path(os.path.realpath(root)) for root in roots]
+
+    def problem(path: Path) -> str | None:
+        try:
+            mode = path.stat().st_mode
+        except OSError:  # a link that leads nowhere: the CLI cannot read it either
+            return None
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            return f"{path} {not_a_file(path)}"
+        real = Path(os.path.realpath(path))
+        if stat.S_ISREG(mode) and not any(real.is_relative_to(root) for root in inside):
+            return f"{path} is a link to {real}, outside the run's folders"
+        return None
+
+    found: list[str] = []
+    for folder in sorted({folder for root in roots for folder in _ancestors(root)}):
+        try:
+            with os.scandir(folder) as entries:  # each name read as `names` are, casefolded
+                found += [why for entry in entries if entry.name.casefold() in names and (why := problem(Path(entry)))]
+        except OSError:
+            continue
+    try:
+        for _root, entry, _link in _files_under(roots, LINK_SCAN_MAX_ENTRIES):
+            if entry.name.casefold() in names and (why := problem(Path(entry.path))):
+                found.append(why)
+    except _TooMany:
+        found.append(
+            f"{', '.join(map(str, roots))} hold more than {LINK_SCAN_MAX_ENTRIES:,} entries, too many for unified to "
+            "look at every memory file"
+        )
+    if not found:
+        return None
+    return (
+        f"{found[0]}: the gemini CLI reads each memory file ({', '.join(names)}) of a folder it trusts into the "
+        "requests it sends the model, the run's folders' and those of each subfolder a tool reads in, unasked, "
+        "and through a link reads what it leads to",
+        "replace the link with a copy of the file, remove it, or have the CLI not trust the folder "
+        "(GEMINI_CLI_TRUST_WORKSPACE=false in the env option: it then reads no memory file of the workspace, and "
+        "refuses yolo and stdio MCP servers)",
+    )
