@@ -13,11 +13,25 @@ from unified.events import PermissionDecision, Result, ToolUse, UnifiedEvent, Us
 WHEN = ("never", "after")
 
 
+class _Streams(list[EventStream]):
+    """Where the test puts the run's stream; the answer waits until it is there (a run may ask before)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handed = anyio.Event()
+
+    def append(self, stream: EventStream) -> None:
+        super().append(stream)
+        self.handed.set()
+
+
 def cancelling(when: str) -> tuple[Callable[[UserInputRequest], Awaitable[UserInputResponse]], list[EventStream]]:
-    """The `on_user_input` answer, and the list to put the run's stream in (the answer cancels it)."""
-    streams: list[EventStream] = []
+    """The `on_user_input` answer, and the list to put the run's stream in (the answer cancels it). Must be called
+    inside the test's event loop."""
+    streams = _Streams()
 
     async def answer(request: UserInputRequest) -> UserInputResponse:
+        await streams.handed.wait()
         streams[0].cancel()
         if when == "never":
             await anyio.sleep_forever()

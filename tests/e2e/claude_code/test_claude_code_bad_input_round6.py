@@ -8,17 +8,20 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.e2e.claude_code.claude_code_helpers import run_claude
 from tests.e2e.claude_code.test_claude_code_bad_input import session_file
 from tests.e2e.gemini_cli.test_gemini_cli_bad_input_round5 import SILENT_AFTER_INITIALIZE
+from tests.hang_guard import HANG_GUARD_S
 from tests.harness.cancelled_prompts import WHEN, cancelling, check_denied
 from unified import sessions
 from unified._execute import EventStream
 from unified.events import Result, SessionStarted, UnifiedEvent, WarningEvent
 from unified.testing import FakeAnthropic, FunctionCall, ModelTurn
-from unified.types import HttpMcpServer, StdioMcpServer
+from unified.testing._wiring import backend_options_for
+from unified.types import ExecuteParams, HttpMcpServer, StdioMcpServer
 
 pytestmark = [pytest.mark.anyio]
 
@@ -79,13 +82,24 @@ async def test_a_run_cancelled_at_a_permission_prompt_denies_the_call(workspace:
     and `allow` by the user for an answer that came after the cancel, though the call never ran. Now one `deny`,
     the user's (who stopped the run)."""
     answer, streams = cancelling(when)
-
-    async def keep(event: UnifiedEvent, stream: EventStream) -> None:
-        streams[:] = [stream]
-
     call = FunctionCall(name="Bash", args={"command": f"touch {workspace / 'ran'}"})
+    events: list[UnifiedEvent] = []
     async with FakeAnthropic([ModelTurn(function_calls=[call]), ModelTurn(text="never")]) as server:
-        events = await run_claude(server, workspace, "hi", approval_mode="default", answer=answer, on_event=keep)
+        params = ExecuteParams(
+            prompt="hi",
+            backend="claude-code",
+            cwd=workspace,
+            approval_mode="default",
+            on_user_input=answer,
+            backend_options=backend_options_for(server, "claude-code"),
+        )
+        # The stream is handed to the answer as it starts, before the run can ask (as the gemini-cli and codex cases
+        # do). Handed over from the consumer's first event, a loaded machine asked first: the answer found no stream,
+        # raised, and the call was denied as unanswered (a flaky CI failure).
+        with anyio.fail_after(HANG_GUARD_S):
+            async with EventStream(params, strict=True) as stream:
+                streams.append(stream)
+                events.extend([event async for event in stream])
     check_denied(events, (workspace / "ran").exists())
 
 
