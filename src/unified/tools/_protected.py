@@ -26,7 +26,7 @@ import stat
 import time
 import tomllib
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -423,8 +423,8 @@ def git_directory(path: Path, roots: Sequence[Path]) -> str | None:
         if not os.path.isdir(folder):
             break
         written = folded_name(parts[index])  # `HE<U+200C>AD` on HFS+, `refs.` on vfat
-        if _holds_git_marks(Path(folder), written):
-            verb = "is" if _holds_git_marks(Path(folder), "") else "becomes"
+        if _holds_git_marks(Path(folder), {written}):
+            verb = "is" if _holds_git_marks(Path(folder)) else "becomes"
             shown = relative_to_roots(Path(folder), roots) or "."
             return f"{shown} {verb} a git repository (HEAD, objects/, refs/): git run there obeys its config and hooks"
         folder = os.path.join(folder, parts[index])
@@ -596,14 +596,19 @@ def _config_values(text: str) -> Iterator[tuple[str, str]]:
             yield f"{section}.{key.strip().casefold()}", "".join(unquoted).strip()
 
 
-def _holds_git_marks(folder: Path, written: str) -> bool:
-    """Whether `folder` holds what git looks for to take it for a repository of its own (`is_git_directory`), the entry
-    named `written` (folded) counted: `HEAD`, and `objects` and `refs`, or a `commondir` file naming where those are.
-    Measured with git 2.39: `HEAD`, `objects/` and `refs/` are enough (empty folders, no commit, no `config`); any two
-    of them are not."""
+def _has_git_mark(folder: Path, mark: str) -> bool:
+    """Whether `folder` holds the entry `mark` (one of `_GIT_MARKS`) of any kind."""
+    return os.path.lexists(folder / ("HEAD" if mark == "head" else mark))
+
+
+def _holds_git_marks(folder: Path, written: Collection[str] = ()) -> bool:
+    """Whether `folder` holds what git looks for to take it for a repository of its own (`is_git_directory`), the
+    entries named `written` (folded marks about to be made) counted: `HEAD`, and `objects` and `refs`, or a `commondir`
+    file naming where those are. Measured with git 2.39: `HEAD`, `objects/` and `refs/` are enough (empty folders, no
+    commit, no `config`); any two of them are not."""
 
     def has(mark: str) -> bool:
-        return written == mark or os.path.lexists(folder / ("HEAD" if mark == "head" else mark))
+        return mark in written or _has_git_mark(folder, mark)
 
     return has("head") and ((has("objects") and has("refs")) or has("commondir"))
 
@@ -640,15 +645,11 @@ def _makes_repository(parts: Sequence[SimpleCommand], scope: _Scope) -> str | No
                     folder = posixpath.normpath(posixpath.join(str(place), *components[:index]))
                     marks.setdefault(folder, set()).add(mark)
     for folder, made in marks.items():
-
-        def has(mark: str, folder: str = folder) -> bool:
-            return os.path.lexists(os.path.join(folder, "HEAD" if mark == "head" else mark))
-
-        if all(has(mark) for mark in made):
+        place = Path(folder)
+        if all(_has_git_mark(place, mark) for mark in made):
             continue  # a repository already (each write into it is `git_directory`'s), or nothing new
-        found = made | {mark for mark in _GIT_MARKS if has(mark)}
-        if "head" in found and ({"objects", "refs"} <= found or "commondir" in found):
-            shown = relative_to_roots(Path(folder), scope.roots) or "."
+        if _holds_git_marks(place, made):
+            shown = relative_to_roots(place, scope.roots) or "."
             return (
                 f"{shown} becomes a git repository (HEAD, objects/, refs/) with this command: git run there obeys its "
                 "config and hooks"
